@@ -1,0 +1,43 @@
+# MUSTER: two commands on a fresh machine, `make reproduce` and `make test`.
+# Each installs what it needs first into .venv (no CUDA build of torch).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DATA   ?= $(or $(MUSTER_DATA),../shared/data)
+# Offline resources (the tokenizer file) live inside the checkout.
+export MUSTER_HOME ?= $(CURDIR)/.cache/muster
+
+CORE_STAMP := $(VENV)/.installed-core
+
+.PHONY: help install test check reproduce bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(CORE_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(BIN)/muster fetch
+	touch $@
+
+install: $(CORE_STAMP)  ## venv with the core library, dev tools and the tokenizer file
+
+test: install  ## the test suite (unit, integration, properties)
+	$(BIN)/python -m pytest
+
+check: install  ## lint, format check and types
+	$(BIN)/ruff check muster_exact harness scripts tests
+	$(BIN)/ruff format --check muster_exact harness scripts tests
+	$(BIN)/mypy
+
+reproduce: install  ## the main job on CPU: detection over every benchmark store, checked
+	$(BIN)/muster verify cuts --data $(DATA)
+
+bench: install  ## speed benchmarks, written under results/bench/
+	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md
+
+clean:  ## remove the venv and caches
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,45 @@
+"""MUSTER: long-term memory for LLM agents that keeps every word.
+
+``import muster_exact`` is light (tiktoken at most, loaded on first use):
+retrieval models, the harness and the servers are extras imported lazily.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from muster_exact.derive import Derived, analyse, derive, recut
+from muster_exact.errors import (
+    DataError,
+    InputError,
+    ManifestError,
+    MusterError,
+    PlanError,
+    ResourceMissing,
+)
+from muster_exact.explain import explain
+from muster_exact.plan import Plan
+from muster_exact.records import Source, from_records, from_text, read_file
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataError",
+    "Derived",
+    "InputError",
+    "ManifestError",
+    "MusterError",
+    "Plan",
+    "PlanError",
+    "ResourceMissing",
+    "Source",
+    "analyse",
+    "derive",
+    "explain",
+    "from_records",
+    "from_text",
+    "read_file",
+    "recut",
+]
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())

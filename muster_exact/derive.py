@@ -1,0 +1,134 @@
+"""``derive``: records -> detection -> cut -> Plan, in one pass over the text."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from muster_exact import cut as cutting
+from muster_exact.detect import Detection, detect
+from muster_exact.errors import InputError, PlanError
+from muster_exact.plan import Branch, Mode, Plan, Stats, Thresholds
+from muster_exact.records import Source, from_any
+
+log = logging.getLogger(__name__)
+
+RECORD_BUDGET = 512
+PROSE_BUDGET = 1024
+# Floors per ten units (dense, BM25, graph) and the default read budget U.
+FLOORS: dict[Branch, tuple[int, int, int]] = {
+    "numbered_log": (2, 0, 8),
+    "record_store": (4, 3, 3),
+    "prose": (4, 3, 3),
+}
+UNITS_READ: dict[Branch, int] = {"numbered_log": 10, "record_store": 10, "prose": 40}
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A plan together with the cut it describes."""
+
+    plan: Plan
+    cut: cutting.Cut
+
+
+def _check_options(mode: str, record_budget: int, prose_budget: int) -> None:
+    if mode not in ("native", "exact"):
+        raise InputError(f"unknown mode {mode!r}; use 'native' or 'exact'")
+    for name, value in (("record_budget", record_budget), ("prose_budget", prose_budget)):
+        if not isinstance(value, int) or value < 1:
+            raise InputError(f"{name} must be a positive number of tokens, not {value!r}")
+
+
+def analyse(
+    data: Any,
+    *,
+    mode: Mode = "native",
+    record_budget: int = RECORD_BUDGET,
+    prose_budget: int = PROSE_BUDGET,
+) -> Derived:
+    """Derive the plan of a store and cut it. ``data``: text, records, Path or Source."""
+    _check_options(mode, record_budget, prose_budget)
+    source = from_any(data)
+    found = detect(source, mode=mode, record_budget=record_budget)
+    budget = {"numbered_log": None, "record_store": record_budget, "prose": prose_budget}[found.branch]
+    the_cut = cutting.cut(
+        source, branch=found.branch, style=found.style,
+        unit_budget=budget or record_budget, record_tokens=found.record_tokens,
+    )
+    plan = _plan(source, found, the_cut, mode, budget, record_budget, prose_budget)
+    log.debug("derived %s: %d units, %d parents", plan.branch, len(the_cut.units), len(the_cut.parents))
+    return Derived(plan, the_cut)
+
+
+def derive(data: Any, **options: Any) -> Plan:
+    """The plan of a store: branch, statistics, settings and the reasons for them."""
+    return analyse(data, **options).plan
+
+
+def _plan(
+    source: Source, found: Detection, the_cut: cutting.Cut, mode: Mode,
+    budget: int | None, record_budget: int, prose_budget: int,
+) -> Plan:
+    branch = found.branch
+    numbered = branch == "numbered_log"
+    reasons = list(found.reasons)
+    if numbered:
+        reasons.append(f"parents: one per slot (entity + attribute); {len(the_cut.parents)} slots, "
+                       f"{the_cut.slots_with_versions} with more than one version")
+    else:
+        reasons.append(f"parents: {the_cut.group_size} consecutive units each "
+                       f"(8 halved until at least 10 parents), {len(the_cut.parents)} parents")
+        if the_cut.oversize:
+            reasons.append(f"{the_cut.oversize} record(s) longer than {budget} tokens kept whole as their own unit")
+    return Plan(
+        branch=branch,
+        mode=mode,
+        layout=source.layout,
+        serial_share=found.serial_share,
+        record_share=found.record_share,
+        serial_style=found.style,
+        native_continuity=found.continuity,
+        native_median_tokens=found.median_tokens,
+        unit_budget=budget,
+        record_budget=record_budget,
+        prose_budget=prose_budget,
+        parent_rule="slot" if numbered else "group",
+        parent_group_size=the_cut.group_size,
+        floors=FLOORS[branch],
+        units_read=UNITS_READ[branch],
+        order="serial" if numbered else "stored",
+        supersession=found.supersession,
+        thresholds=Thresholds(),
+        stats=Stats(
+            records=len(source.records),
+            lines=found.n_lines,
+            tokens=sum(found.record_tokens),
+            units=len(the_cut.units),
+            parents=len(the_cut.parents),
+            oversize_records=the_cut.oversize,
+            slots_with_versions=the_cut.slots_with_versions,
+        ),
+        reasons=tuple(reasons),
+    )
+
+
+def recut(data: Any, plan: Plan) -> cutting.Cut:
+    """Cut a store by a given plan (for instance one read back from JSON).
+
+    Raises PlanError when the plan was not derived from this store.
+    """
+    source = from_any(data)
+    found = detect(source, mode=plan.mode, record_budget=plan.record_budget)
+    the_cut = cutting.cut(
+        source, branch=plan.branch, style=plan.serial_style,
+        unit_budget=plan.unit_budget or plan.record_budget, record_tokens=found.record_tokens,
+    )
+    if len(the_cut.units) != plan.stats.units or len(the_cut.parents) != plan.stats.parents:
+        raise PlanError(
+            f"this plan describes a store with {plan.stats.units} units and {plan.stats.parents} "
+            f"parents, but cutting this store by it gives {len(the_cut.units)} and "
+            f"{len(the_cut.parents)}; derive the plan from this store"
+        )
+    return the_cut

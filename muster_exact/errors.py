@@ -1,0 +1,34 @@
+"""Typed errors raised at the library's edges.
+
+Every error a user can cause derives from :class:`MusterError`; the CLI turns
+them into one line on stderr and exit code 2 (see ``cli.main``), the servers
+into their own responses. A bug is anything else and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class MusterError(Exception):
+    """Base class: a problem the user can fix, with a message saying how."""
+
+    exit_code = 2
+
+
+class InputError(MusterError):
+    """The records or text given to the library cannot be read as a store."""
+
+
+class PlanError(MusterError):
+    """A plan (usually read back from JSON) is malformed or inconsistent."""
+
+
+class ResourceMissing(MusterError):
+    """An offline resource (tokenizer file, model files) is not prepared."""
+
+
+class ManifestError(MusterError):
+    """A pinned manifest is missing, unreadable or does not match the data."""
+
+
+class DataError(MusterError):
+    """Benchmark data under a data root is missing or not in the expected shape."""

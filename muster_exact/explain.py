@@ -1,0 +1,43 @@
+"""``explain(plan)``: the plan in words, for people."""
+
+from __future__ import annotations
+
+from muster_exact.plan import Plan
+
+_BRANCH_NAMES = {"numbered_log": "numbered log", "record_store": "record store", "prose": "prose"}
+
+
+def explain(plan: Plan) -> str:
+    s = plan.stats
+    unit = (
+        "one line per unit, serial stripped for retrieval"
+        if plan.branch == "numbered_log"
+        else f"packed up to {plan.unit_budget} tokens, records never split"
+        if plan.branch == "record_store"
+        else f"paragraphs packed up to {plan.unit_budget} tokens, longer ones cut at sentences"
+    )
+    parent = (
+        "the line's slot (entity + attribute)"
+        if plan.parent_rule == "slot"
+        else f"{plan.parent_group_size} consecutive units"
+    )
+    dense, bm25, graph = plan.floors
+    lines = [
+        f"branch: {_BRANCH_NAMES[plan.branch]} ({plan.mode} mode, {plan.layout} input)",
+        f"  serial share  {plan.serial_share:.4f}  (numbered log at >= {plan.thresholds.serial_share:.2f})",
+        f"  record share  {plan.record_share:.4f}  (record store at >= {plan.thresholds.record_share:.2f})",
+    ]
+    if plan.serial_style and plan.serial_style != "dot":
+        lines.append(f"  native serial style '{plan.serial_style}': continuity "
+                     f"{plan.native_continuity:.4f}, median line {plan.native_median_tokens:g} tokens")
+    lines += [
+        f"units: {unit}",
+        f"parents: {parent}",
+        f"order: {plan.order}; newest version of a slot wins: {'yes' if plan.supersession else 'no'}",
+        f"floors per 10 units: dense {dense}, BM25 {bm25}, graph {graph}; read budget U = {plan.units_read}",
+        f"measured: {s.records} records, {s.lines} non-empty lines, {s.tokens} tokens -> "
+        f"{s.units} units, {s.parents} parents, {s.oversize_records} oversize",
+        "why:",
+        *(f"  - {reason}" for reason in plan.reasons),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""The Plan: what detection decided about a store, and its exact JSON form.
+
+A plan carries every setting the later stages read (branch, budgets, parent
+rule, floors, U, order, supersession) together with the measurements that led
+there and the reasons in words. ``Plan.from_json(plan.to_json()) == plan``
+holds exactly; floats are written with ``repr`` precision by ``json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from muster_exact.errors import PlanError
+
+SCHEMA_VERSION = 1
+
+Branch = Literal["numbered_log", "record_store", "prose"]
+BRANCHES: tuple[Branch, ...] = ("numbered_log", "record_store", "prose")
+Mode = Literal["native", "exact"]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The rule's constants (SPEC 2); a plan records the ones it used."""
+
+    serial_share: float = 0.80
+    record_share: float = 0.90
+    native_continuity: float = 0.95
+    native_median_tokens: float = 20.0
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Counts measured while cutting; ``verify cuts`` compares these."""
+
+    records: int = 0
+    lines: int = 0
+    tokens: int = 0
+    units: int = 0
+    parents: int = 0
+    oversize_records: int = 0
+    slots_with_versions: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    branch: Branch
+    mode: Mode
+    layout: Literal["text", "records"]
+    serial_share: float
+    record_share: float
+    serial_style: str | None
+    native_continuity: float | None
+    native_median_tokens: float | None
+    unit_budget: int | None
+    record_budget: int
+    prose_budget: int
+    parent_rule: Literal["slot", "group"]
+    parent_group_size: int | None
+    floors: tuple[int, int, int]
+    units_read: int
+    order: Literal["serial", "stored"]
+    supersession: bool
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    stats: Stats = field(default_factory=Stats)
+    reasons: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["floors"] = list(self.floors)
+        data["reasons"] = list(self.reasons)
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Plan:
+        if not isinstance(data, dict):
+            raise PlanError(f"a plan must be a JSON object, not {type(data).__name__}")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise PlanError(
+                f"plan schema_version {version!r} is not supported (this library reads {SCHEMA_VERSION})"
+            )
+        _check_keys(cls, data, "plan")
+        try:
+            values = dict(data)
+            values["thresholds"] = _nested(Thresholds, values.get("thresholds", {}), "thresholds")
+            values["stats"] = _nested(Stats, values.get("stats", {}), "stats")
+            values["floors"] = tuple(values["floors"])
+            values["reasons"] = tuple(values.get("reasons", ()))
+            plan = cls(**values)
+        except (TypeError, KeyError) as exc:
+            raise PlanError(f"plan JSON is incomplete or malformed: {exc}") from None
+        if plan.branch not in BRANCHES:
+            raise PlanError(f"unknown branch {plan.branch!r}; expected one of {', '.join(BRANCHES)}")
+        if len(plan.floors) != 3:
+            raise PlanError("floors must list three numbers: dense, BM25, graph")
+        return plan
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PlanError(f"plan is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return cls.from_dict(data)
+
+
+def _check_keys(cls: type, data: dict[str, Any], what: str) -> None:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise PlanError(f"{what} has unknown keys: {', '.join(unknown)}")
+
+
+def _nested(cls: type, data: Any, what: str) -> Any:
+    if not isinstance(data, dict):
+        raise PlanError(f"plan.{what} must be an object")
+    _check_keys(cls, data, f"plan.{what}")
+    return cls(**data)

@@ -1,0 +1,43 @@
+"""Leading serials: ``12. `` (the paper's style) and the native styles.
+
+A serial is an integer at the very start of a line (or of a record's text)
+that ends within the first 32 characters. ``strip`` removes it for retrieval;
+the reader still sees the line as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_SERIAL_END = 32
+
+# name -> pattern; group 1 is the number, the match ends where the text begins.
+STYLES: dict[str, re.Pattern[str]] = {
+    "dot": re.compile(r"(\d+)\. +"),
+    "step": re.compile(r"Step (\d+): *"),
+    "hash": re.compile(r"#(\d+)(?: +|$)"),
+    "paren": re.compile(r"\((\d+)\) *"),
+    "bracket": re.compile(r"\[(\d+)\] *"),
+}
+PAPER_STYLE = "dot"
+NATIVE_STYLES = ("step", "hash", "paren", "bracket")
+
+
+@dataclass(frozen=True, slots=True)
+class Serial:
+    number: int
+    end: int  # offset just past the serial and its trailing spaces
+
+
+def read(text: str, style: str, start: int = 0) -> Serial | None:
+    """The serial of ``style`` at ``text[start:]``, if there is one."""
+    match = STYLES[style].match(text, start)
+    if match is None or match.end(1) - start > MAX_SERIAL_END:
+        return None
+    return Serial(int(match.group(1)), match.end())
+
+
+def strip(text: str, style: str) -> str:
+    serial = read(text, style)
+    return text if serial is None else text[serial.end :]

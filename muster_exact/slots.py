@@ -1,0 +1,96 @@
+"""The slot of a numbered-log line: the entity and attribute it states a value for.
+
+A fact line reads "<subject and attribute> <value>": "The chairperson of Fatah
+is Mahmoud Abbas.", "Thomas Kyd was born in the city of London." The value is
+the tail; everything before it is the slot. Two lines with the same slot are
+versions of one fact, and the one with the higher serial is newer.
+
+The rule finds the value from the end of the line, with no model:
+
+* a capitalised tail (a name, a number, a title): the longest run of
+  capitalised words, digits and name connectors ("of", "the", "de", ...)
+  ending the line, less any connectors it starts with. "a citizen of United
+  States of America" -> value "United States of America".
+* a lower-case tail ("rock music", "wide receiver"): the words after the last
+  relation word ("is", "of", "by", ...).
+
+The slot is the rest, lower-cased and with spaces folded. Because the subject
+and the attribute both stay in the slot, two lines about different subjects
+or attributes never share one; when the rule is unsure (no relation word, a
+line of capitalised words only, a long line) the line gets no slot and stays
+its own fact. A missed merge keeps an old version visible; a wrong merge would
+delete a true fact, so every doubt falls on the side of not merging.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_WORDS = 40
+# Words that may sit inside a capitalised name: "University of Oxford",
+# "Kingdom of the Netherlands", "Bosnia and Herzegovina", "Leonardo da Vinci".
+CONNECTORS = frozenset(
+    "of the and de da di del della du la le les van von der den y al bin & for on upon".split()
+)
+# Words after which a lower-case value starts: "plays the position of [wide receiver]".
+RELATIONS = frozenset(
+    "is are was were be been of by in at to for with as on from into under than".split()
+)
+_TRAILING_PUNCT = ".!?;:,"
+_ARTICLES = ("the", "a", "an")
+_WORD = re.compile(r"\S+")
+
+
+def _is_capitalised(word: str) -> bool:
+    for ch in word:
+        if ch.isalpha():
+            return ch.isupper()
+        if ch.isdigit():
+            return True
+    return False  # pure punctuation is not a name word
+
+
+def _value_start(words: list[str]) -> int | None:
+    """Index of the first word of the value, or None if it cannot be read."""
+    last = len(words) - 1
+    if _is_capitalised(words[last]):
+        start = last
+        while start > 0 and (
+            _is_capitalised(words[start - 1]) or words[start - 1].lower() in CONNECTORS
+        ):
+            start -= 1
+        while start < last and words[start].lower() in CONNECTORS:
+            start += 1  # "of the Netherlands": the connectors belong to the slot
+        return start if start > 0 else None
+    for index in range(last - 1, 0, -1):
+        if words[index].lower() in RELATIONS:
+            return index + 1
+    return None
+
+
+def _names_an_attribute(prefix: list[str]) -> bool:
+    """A lower-case content word ("born", "citizen"), or "The <attribute> of ..."."""
+    if any(
+        not _is_capitalised(w) and w.lower() not in RELATIONS and w.lower() not in _ARTICLES
+        and w.lower() not in CONNECTORS
+        for w in prefix
+    ):
+        return True
+    return prefix[0].lower() in _ARTICLES and len(prefix) >= 4
+
+
+def slot_of(body: str) -> str | None:
+    """The slot key of a fact line (serial already stripped), or None."""
+    text = body.strip().rstrip(_TRAILING_PUNCT).strip()
+    words = _WORD.findall(text)
+    if len(words) < 3 or len(words) > MAX_WORDS:
+        return None
+    start = _value_start(words)
+    if start is None or start < 2:
+        return None  # a slot needs a subject and an attribute before the value
+    if not _names_an_attribute(words[:start]):
+        return None  # "Paris is Nice": a subject and a copula, no attribute to key on
+    slot = [w.lower().strip(",;:") for w in words[:start]]
+    while slot and slot[-1] in _ARTICLES:
+        slot.pop()  # "the city of the X" and "the city of X" are one attribute
+    return " ".join(w for w in slot if w) or None

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from muster_exact import InputError, from_records, from_text, read_file
+from muster_exact.records import blocks
+
+
+def test_blocks_split_on_blank_and_whitespace_lines() -> None:
+    text = "a\nb\n\n  \n\nc\n \n\n\nd  \n"
+    spans = blocks(text)
+    assert [text[s:e] for s, e in spans] == ["a\nb", "c", "d  "]
+
+
+def test_text_keeps_every_character_and_normalises_newlines() -> None:
+    source = from_text("\ufeffone\r\ntwo\r\n\r\nthree")
+    assert source.text == "one\ntwo\n\nthree"
+    assert [source.record_text(r) for r in source.records] == ["one\ntwo", "three"]
+
+
+def test_records_render_header_and_keep_body_offsets() -> None:
+    source = from_records([
+        {"speaker": "Caroline", "time": "2023-05-08", "text": "12. I moved to Lisbon."},
+        "plain string",
+        {"role": "user", "content": "hi", "id": 7},
+    ])
+    assert source.layout == "records"
+    assert source.text == "[2023-05-08] Caroline: 12. I moved to Lisbon.\n\nplain string\n\nuser: hi"
+    assert [source.body(r) for r in source.records] == ["12. I moved to Lisbon.", "plain string", "hi"]
+    assert source.records[2].source_id == "7"
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([], "empty input"),
+        ([{"speaker": "a"}], "record 0 has no text"),
+        (["ok", {"text": 3}], "record 1: 'text' must be a string"),
+        (["ok", "   "], "record 1 has empty text"),
+        ([1], "record 0 is a int"),
+    ],
+)
+def test_bad_records(items, message) -> None:
+    with pytest.raises(InputError, match=message):
+        from_records(items)
+
+
+def test_empty_text() -> None:
+    with pytest.raises(InputError, match="empty input"):
+        from_text(" \n\n\t")
+
+
+def test_read_file_kinds(tmp_path) -> None:
+    (tmp_path / "a.txt").write_text("1. x\n2. y\n", encoding="utf-8")
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n\n"y"\n', encoding="utf-8")
+    (tmp_path / "a.json").write_text(json.dumps([{"text": "x"}]), encoding="utf-8")
+    assert read_file(tmp_path / "a.txt").layout == "text"
+    assert len(read_file(tmp_path / "a.jsonl").records) == 2
+    assert read_file(tmp_path / "a.json").layout == "records"
+
+
+def test_read_file_errors(tmp_path) -> None:
+    (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
+    (tmp_path / "bin.dat").write_bytes(b"\x89PNG\x00\x00")
+    (tmp_path / "obj.json").write_text('{"text": "x"}', encoding="utf-8")
+    (tmp_path / "bad.jsonl").write_text('{"text": "x"}\n{oops\n', encoding="utf-8")
+    cases = {
+        tmp_path / "latin1.txt": "not UTF-8 text",
+        tmp_path / "bin.dat": "binary file",
+        tmp_path / "obj.json": "expected a JSON array",
+        tmp_path / "bad.jsonl": "bad.jsonl:2: not valid JSON",
+        tmp_path / "missing.txt": "no such file",
+        tmp_path: "is a directory",
+    }
+    for path, message in cases.items():
+        with pytest.raises(InputError, match=message):
+            read_file(path)
