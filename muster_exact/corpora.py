@@ -67,6 +67,7 @@ def _load_json(path: Path) -> Any:
 
 # --- MemoryAgentBench -------------------------------------------------------
 
+
 def mab_stores(path: Path) -> Iterator[Store]:
     rows = _load_json(path)
     if not isinstance(rows, list):
@@ -81,6 +82,7 @@ def mab_stores(path: Path) -> Iterator[Store]:
 
 
 # --- LoCoMo ------------------------------------------------------------------
+
 
 def locomo_turn_text(turn: dict[str, Any], date: str) -> str:
     text = f"[{turn['dia_id']} | {date}] {turn['speaker']}: {turn['text']}"
@@ -122,6 +124,7 @@ def locomo_stores(path: Path) -> Iterator[Store]:
 
 # --- BEAM --------------------------------------------------------------------
 
+
 def beam_chat_file(conversation_dir: Path) -> Path | None:
     for name in BEAM_CHAT_FILES:
         if (conversation_dir / name).is_file():
@@ -154,8 +157,10 @@ def beam_source(chat: Any) -> Source:
 
 
 def _numeric_names(directory: Path) -> list[Path]:
-    return sorted((p for p in directory.iterdir() if p.is_dir()),
-                  key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    return sorted(
+        (p for p in directory.iterdir() if p.is_dir()),
+        key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name),
+    )
 
 
 def beam_stores(root: Path) -> Iterator[Store]:
@@ -163,11 +168,13 @@ def beam_stores(root: Path) -> Iterator[Store]:
         for conversation in _numeric_names(scale):
             chat_file = beam_chat_file(conversation)
             if chat_file is not None:
-                yield Store("beam", f"beam-{scale.name}-{conversation.name}",
-                            beam_source(_load_json(chat_file)))
+                yield Store(
+                    "beam", f"beam-{scale.name}-{conversation.name}", beam_source(_load_json(chat_file))
+                )
 
 
 # --- all of them ---------------------------------------------------------------
+
 
 def find_stores(data_dir: Path) -> Iterator[Store]:
     """Every benchmark store found under ``data_dir``, in a fixed order."""

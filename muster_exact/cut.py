@@ -66,8 +66,7 @@ class Cut:
         if self.group_size is not None:
             return 0
         return sum(
-            1 for members in self.parents
-            if sum(self.units[u].serial is not None for u in members) > 1
+            1 for members in self.parents if sum(self.units[u].serial is not None for u in members) > 1
         )
 
 
@@ -98,7 +97,9 @@ def cut(
     if branch == "numbered_log":
         return _cut_numbered(source, style or serials.PAPER_STYLE)
     if branch == "record_store":
-        pieces = [_Piece(r.start, r.end, n, r.index) for r, n in zip(source.records, record_tokens, strict=True)]
+        pieces = [
+            _Piece(r.start, r.end, n, r.index) for r, n in zip(source.records, record_tokens, strict=True)
+        ]
     else:
         pieces = _prose_pieces(source, unit_budget, record_tokens)
     return _grouped(source, _pack(pieces, unit_budget), unit_budget)
@@ -124,14 +125,19 @@ def _cut_numbered(source: Source, style: str) -> Cut:
             if slot is not None:
                 parent_of_slot[slot] = parent
         parents[parent].append(uid)
-        units.append(Unit(
-            id=uid, start=line.start, end=line.end, records=(line.record,), parent=parent,
-            serial=None if serial is None else serial.number,
-            serial_span=None if serial is None else (line.body_start, serial.end),
-            slot=slot,
-        ))
-    return Cut(source, tuple(units), tuple(tuple(p) for p in parents),
-               _serial_order(units), None, 0)
+        units.append(
+            Unit(
+                id=uid,
+                start=line.start,
+                end=line.end,
+                records=(line.record,),
+                parent=parent,
+                serial=None if serial is None else serial.number,
+                serial_span=None if serial is None else (line.body_start, serial.end),
+                slot=slot,
+            )
+        )
+    return Cut(source, tuple(units), tuple(tuple(p) for p in parents), _serial_order(units), None, 0)
 
 
 def _serial_order(units: list[Unit]) -> tuple[int, ...]:
@@ -180,9 +186,12 @@ def _grouped(source: Source, groups: list[list[_Piece]], budget: int) -> Cut:
     size = group_size_for(len(groups))
     units = tuple(
         Unit(
-            id=uid, start=group[0].start, end=group[-1].end,
+            id=uid,
+            start=group[0].start,
+            end=group[-1].end,
             records=tuple(dict.fromkeys(p.record for p in group)),
-            parent=uid // size, tokens=sum(p.tokens for p in group),
+            parent=uid // size,
+            tokens=sum(p.tokens for p in group),
         )
         for uid, group in enumerate(groups)
     )

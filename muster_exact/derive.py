@@ -54,8 +54,11 @@ def analyse(
     found = detect(source, mode=mode, record_budget=record_budget)
     budget = {"numbered_log": None, "record_store": record_budget, "prose": prose_budget}[found.branch]
     the_cut = cutting.cut(
-        source, branch=found.branch, style=found.style,
-        unit_budget=budget or record_budget, record_tokens=found.record_tokens,
+        source,
+        branch=found.branch,
+        style=found.style,
+        unit_budget=budget or record_budget,
+        record_tokens=found.record_tokens,
     )
     plan = _plan(source, found, the_cut, mode, budget, record_budget, prose_budget)
     log.debug("derived %s: %d units, %d parents", plan.branch, len(the_cut.units), len(the_cut.parents))
@@ -68,20 +71,31 @@ def derive(data: Any, **options: Any) -> Plan:
 
 
 def _plan(
-    source: Source, found: Detection, the_cut: cutting.Cut, mode: Mode,
-    budget: int | None, record_budget: int, prose_budget: int,
+    source: Source,
+    found: Detection,
+    the_cut: cutting.Cut,
+    mode: Mode,
+    budget: int | None,
+    record_budget: int,
+    prose_budget: int,
 ) -> Plan:
     branch = found.branch
     numbered = branch == "numbered_log"
     reasons = list(found.reasons)
     if numbered:
-        reasons.append(f"parents: one per slot (entity + attribute); {len(the_cut.parents)} slots, "
-                       f"{the_cut.slots_with_versions} with more than one version")
+        reasons.append(
+            f"parents: one per slot (entity + attribute); {len(the_cut.parents)} slots, "
+            f"{the_cut.slots_with_versions} with more than one version"
+        )
     else:
-        reasons.append(f"parents: {the_cut.group_size} consecutive units each "
-                       f"(8 halved until at least 10 parents), {len(the_cut.parents)} parents")
+        reasons.append(
+            f"parents: {the_cut.group_size} consecutive units each "
+            f"(8 halved until at least 10 parents), {len(the_cut.parents)} parents"
+        )
         if the_cut.oversize:
-            reasons.append(f"{the_cut.oversize} record(s) longer than {budget} tokens kept whole as their own unit")
+            reasons.append(
+                f"{the_cut.oversize} record(s) longer than {budget} tokens kept whole as their own unit"
+            )
     return Plan(
         branch=branch,
         mode=mode,
@@ -122,8 +136,11 @@ def recut(data: Any, plan: Plan) -> cutting.Cut:
     source = from_any(data)
     found = detect(source, mode=plan.mode, record_budget=plan.record_budget)
     the_cut = cutting.cut(
-        source, branch=plan.branch, style=plan.serial_style,
-        unit_budget=plan.unit_budget or plan.record_budget, record_tokens=found.record_tokens,
+        source,
+        branch=plan.branch,
+        style=plan.serial_style,
+        unit_budget=plan.unit_budget or plan.record_budget,
+        record_tokens=found.record_tokens,
     )
     if len(the_cut.units) != plan.stats.units or len(the_cut.parents) != plan.stats.parents:
         raise PlanError(

@@ -16,6 +16,7 @@ start of its text only.
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from dataclasses import dataclass
@@ -24,8 +25,13 @@ from muster_exact import serials, tokens
 from muster_exact.plan import Branch, Mode, Thresholds
 from muster_exact.records import Source
 
-# A line that starts with a paper-style serial: digits ending within 32 chars, ". ".
-_DOT_LINE = re.compile(r"^\d{1,32}\. ", re.MULTILINE)
+# Lines that start with a serial, one alternative (one group) per style, so a
+# single pass over the text counts every style.
+_STYLE_NAMES = tuple(serials.STYLES)
+_LINE_START = re.compile(
+    "^(?:" + "|".join("(" + p.pattern.replace(r"(\d", r"(?:\d") + ")" for p in serials.STYLES.values()) + ")",
+    re.MULTILINE,
+)
 _NON_EMPTY_LINE = re.compile(r"^[^\S\n]*\S", re.MULTILINE)
 
 
@@ -68,12 +74,25 @@ def lines_of(source: Source) -> list[Line]:
     return items
 
 
-def _serial_counts(source: Source) -> tuple[int, int]:
-    """(items starting with ``N. ``, all non-empty items), without listing lines."""
+def _marked_counts(source: Source) -> dict[str, int]:
+    """Items that start with a serial, per style, without listing the lines."""
     if source.layout == "records":
-        marked = sum(serials.read(source.text, "dot", r.body_start) is not None for r in source.records)
-        return marked, len(source.records)
-    return len(_DOT_LINE.findall(source.text)), len(_NON_EMPTY_LINE.findall(source.text))
+        return {
+            style: sum(serials.read(source.text, style, r.body_start) is not None for r in source.records)
+            for style in _STYLE_NAMES
+        }
+    counts = dict.fromkeys(_STYLE_NAMES, 0)
+    for groups in _LINE_START.findall(source.text):
+        for style, matched in zip(_STYLE_NAMES, groups, strict=True):
+            if matched:
+                counts[style] += 1
+    return counts
+
+
+def _item_count(source: Source) -> int:
+    if source.layout == "records":
+        return len(source.records)
+    return len(_NON_EMPTY_LINE.findall(source.text))
 
 
 def continuity(source: Source, lines: list[Line], style: str) -> tuple[float, bool]:
@@ -86,20 +105,27 @@ def continuity(source: Source, lines: list[Line], style: str) -> tuple[float, bo
         return 0.0, False
     steps = sum(
         prev is not None and cur is not None and cur.number == prev.number + 1
-        for prev, cur in zip(numbers, numbers[1:], strict=False)
+        for prev, cur in itertools.pairwise(numbers)
     )
     return steps / (len(numbers) - 1), all(n is not None for n in numbers[1:])
 
 
 def _native_style(
-    source: Source, thresholds: Thresholds
+    source: Source, n_items: int, marked: dict[str, int], thresholds: Thresholds
 ) -> tuple[str, float, float, bool] | None:
     """The first native style that passes both conditions, with its measurements."""
-    lines = lines_of(source)
-    if len(lines) < 2:
+    # Continuity needs a serial on 95% of the lines after the first, so a style
+    # that starts fewer lines cannot pass; most stores stop here, unlisted.
+    candidates = [
+        style
+        for style in serials.NATIVE_STYLES
+        if n_items >= 2 and marked[style] >= thresholds.native_continuity * (n_items - 1)
+    ]
+    if not candidates:
         return None
+    lines = lines_of(source)
     median: float | None = None
-    for style in serials.NATIVE_STYLES:
+    for style in candidates:
         share, all_marked = continuity(source, lines, style)
         if share < thresholds.native_continuity:
             continue
@@ -123,7 +149,8 @@ def detect(
     total = sum(record_tokens)
     short = sum(n for n in record_tokens if n <= record_budget)
     record_share = short / total if total else 0.0
-    marked, n_lines = _serial_counts(source)
+    marked_by_style, n_lines = _marked_counts(source), _item_count(source)
+    marked = marked_by_style[serials.PAPER_STYLE]
     serial_share = marked / n_lines if n_lines else 0.0
     reasons = [
         f"serial share {serial_share:.4f}: {marked} of {n_lines} non-empty "
@@ -133,29 +160,62 @@ def detect(
         f"<= {record_budget} tokens (record store at >= {th.record_share:.2f})",
     ]
 
-    def found(branch: Branch, style: str | None, supersession: bool, why: str,
-              cont: float | None = None, median: float | None = None) -> Detection:
-        return Detection(branch, serial_share, record_share, style, cont, median,
-                         supersession, record_tokens, n_lines, (*reasons, why))
+    def found(
+        branch: Branch,
+        style: str | None,
+        supersession: bool,
+        why: str,
+        cont: float | None = None,
+        median: float | None = None,
+    ) -> Detection:
+        return Detection(
+            branch,
+            serial_share,
+            record_share,
+            style,
+            cont,
+            median,
+            supersession,
+            record_tokens,
+            n_lines,
+            (*reasons, why),
+        )
 
     if serial_share >= th.serial_share:
         # Plain-text logs keep supersession on (an unmarked header line is simply its
         # own fact); a record array with an unmarked record has no revision clock.
         on = source.layout == "text" or marked == n_lines
-        return found("numbered_log", "dot", on,
-                     "numbered log: serial share reaches the threshold; units are lines, "
-                     "ordered by serial" + ("" if on else "; supersession off (unmarked records)"))
-    if mode == "native" and (native := _native_style(source, th)) is not None:
+        return found(
+            "numbered_log",
+            "dot",
+            on,
+            "numbered log: serial share reaches the threshold; units are lines, "
+            "ordered by serial" + ("" if on else "; supersession off (unmarked records)"),
+        )
+    if mode == "native" and (native := _native_style(source, n_lines, marked_by_style, th)) is not None:
         style, cont, median, all_marked = native
-        return found("numbered_log", style, all_marked,
-                     f"numbered log (native '{style}' style): {cont:.4f} of lines continue the "
-                     f"previous serial (>= {th.native_continuity:.2f}) and the median line is "
-                     f"{median:g} tokens (<= {th.native_median_tokens:g})"
-                     + ("" if all_marked else "; supersession off (unmarked lines)"),
-                     cont, median)
+        return found(
+            "numbered_log",
+            style,
+            all_marked,
+            f"numbered log (native '{style}' style): {cont:.4f} of lines continue the "
+            f"previous serial (>= {th.native_continuity:.2f}) and the median line is "
+            f"{median:g} tokens (<= {th.native_median_tokens:g})"
+            + ("" if all_marked else "; supersession off (unmarked lines)"),
+            cont,
+            median,
+        )
     if record_share >= th.record_share:
-        return found("record_store", None, False,
-                     "record store: record share reaches the threshold; records are packed "
-                     "whole into units, stored order")
-    return found("prose", None, False,
-                 "prose: neither threshold is reached; sentences are packed into units, stored order")
+        return found(
+            "record_store",
+            None,
+            False,
+            "record store: record share reaches the threshold; records are packed "
+            "whole into units, stored order",
+        )
+    return found(
+        "prose",
+        None,
+        False,
+        "prose: neither threshold is reached; sentences are packed into units, stored order",
+    )

@@ -28,8 +28,10 @@ def explain(plan: Plan) -> str:
         f"  record share  {plan.record_share:.4f}  (record store at >= {plan.thresholds.record_share:.2f})",
     ]
     if plan.serial_style and plan.serial_style != "dot":
-        lines.append(f"  native serial style '{plan.serial_style}': continuity "
-                     f"{plan.native_continuity:.4f}, median line {plan.native_median_tokens:g} tokens")
+        lines.append(
+            f"  native serial style '{plan.serial_style}': continuity "
+            f"{plan.native_continuity:.4f}, median line {plan.native_median_tokens:g} tokens"
+        )
     lines += [
         f"units: {unit}",
         f"parents: {parent}",

@@ -16,6 +16,7 @@ the input had one). Newlines are normalised to ``\\n``; nothing else changes.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,7 +32,7 @@ TEXT_KEYS = ("text", "content")
 SPEAKER_KEYS = ("speaker", "role")
 TIME_KEYS = ("time", "timestamp", "date")
 
-_BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
+_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,22 +66,12 @@ def normalise_newlines(text: str) -> str:
 
 
 def blocks(text: str) -> list[tuple[int, int]]:
-    """Spans of the blank-line-separated blocks of ``text``, blank edges trimmed."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for sep in _BLANK_LINE.finditer(text):
-        _append_trimmed(text, pos, sep.start(), spans)
-        pos = sep.end() - 1  # the separator's last newline starts the next block
-    _append_trimmed(text, pos, len(text), spans)
-    return spans
+    """Spans of the blank-line-separated blocks of ``text``.
 
-
-def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
-    chunk = text[start:end]
-    stripped = chunk.strip("\n")
-    if stripped.strip():
-        lead = len(chunk) - len(chunk.lstrip("\n"))
-        spans.append((start + lead, start + lead + len(stripped)))
+    A block is a maximal run of lines that each hold a non-space character; a
+    line of only spaces or tabs separates blocks like an empty one does.
+    """
+    return [match.span() for match in _BLOCK.finditer(text)]
 
 
 def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Source:
@@ -93,17 +84,16 @@ def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Sou
     if not text.strip():
         raise InputError("empty input: the store has no text; give at least one non-empty record")
     spans = blocks(text)
-    records = tuple(
-        Record(i, s, e, s, _id_at(source_ids, s)) for i, (s, e) in enumerate(spans)
-    )
-    return Source(text=text, layout="text", records=records)
-
-
-def _id_at(named: Sequence[tuple[int, int, str]], offset: int) -> str | None:
-    for start, end, name in named:
-        if start <= offset < end:
-            return name
-    return None
+    if not source_ids:
+        return Source(text, "text", tuple(Record(i, s, e, s) for i, (s, e) in enumerate(spans)))
+    named = sorted(source_ids)
+    starts = [start for start, _, _ in named]
+    records = []
+    for i, (s, e) in enumerate(spans):
+        k = bisect.bisect_right(starts, s) - 1
+        inside = k >= 0 and s < named[k][1]
+        records.append(Record(i, s, e, s, named[k][2] if inside else None))
+    return Source(text=text, layout="text", records=tuple(records))
 
 
 def render_header(record: Mapping[str, Any]) -> str:
@@ -130,9 +120,7 @@ def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
     elif isinstance(item, Mapping):
         body = _first(item, TEXT_KEYS)
         if body is None:
-            raise InputError(
-                f"record {index} has no text: give each record a 'text' (or 'content') field"
-            )
+            raise InputError(f"record {index} has no text: give each record a 'text' (or 'content') field")
         if not isinstance(body, str):
             raise InputError(f"record {index}: 'text' must be a string, not {type(body).__name__}")
         header = render_header(item)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 
 ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs mt "
-    "jan feb mar apr jun jul aug sep sept oct nov dec approx dept est gen gov "
-    "lt col capt sgt rev hon u.s u.k a.m p.m ph.d cf al".split()
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs mt jan "
+    "feb mar apr jun jul aug sep sept oct nov dec approx dept est gen gov lt col "
+    "capt sgt rev hon u.s u.k a.m p.m ph.d cf al".split()
 )
 _END = re.compile(r"""[.!?]+["'”’)\]]*(?=\s+["'“‘(\[]?[A-Z0-9])""")
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MAX_SERIAL_END = 32
-
 # name -> pattern; group 1 is the number, the match ends where the text begins.
+# The digit counts keep the number's end within the first 32 characters.
 STYLES: dict[str, re.Pattern[str]] = {
-    "dot": re.compile(r"(\d+)\. +"),
-    "step": re.compile(r"Step (\d+): *"),
-    "hash": re.compile(r"#(\d+)(?: +|$)"),
-    "paren": re.compile(r"\((\d+)\) *"),
-    "bracket": re.compile(r"\[(\d+)\] *"),
+    "dot": re.compile(r"(\d{1,32})\. +"),
+    "step": re.compile(r"Step (\d{1,27}): *"),
+    "hash": re.compile(r"#(\d{1,31})(?: +|$)"),
+    "paren": re.compile(r"\((\d{1,31})\) *"),
+    "bracket": re.compile(r"\[(\d{1,31})\] *"),
 }
 PAPER_STYLE = "dot"
 NATIVE_STYLES = ("step", "hash", "paren", "bracket")
@@ -33,9 +32,7 @@ class Serial:
 def read(text: str, style: str, start: int = 0) -> Serial | None:
     """The serial of ``style`` at ``text[start:]``, if there is one."""
     match = STYLES[style].match(text, start)
-    if match is None or match.end(1) - start > MAX_SERIAL_END:
-        return None
-    return Serial(int(match.group(1)), match.end())
+    return None if match is None else Serial(int(match.group(1)), match.end())
 
 
 def strip(text: str, style: str) -> str:

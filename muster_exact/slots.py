@@ -24,8 +24,6 @@ delete a true fact, so every doubt falls on the side of not merging.
 
 from __future__ import annotations
 
-import re
-
 MAX_WORDS = 40
 # Words that may sit inside a capitalised name: "University of Oxford",
 # "Kingdom of the Netherlands", "Bosnia and Herzegovina", "Leonardo da Vinci".
@@ -33,16 +31,19 @@ CONNECTORS = frozenset(
     "of the and de da di del della du la le les van von der den y al bin & for on upon".split()
 )
 # Words after which a lower-case value starts: "plays the position of [wide receiver]".
-RELATIONS = frozenset(
-    "is are was were be been of by in at to for with as on from into under than".split()
-)
+RELATIONS = frozenset("is are was were be been of by in at to for with as on from into under than".split())
 _TRAILING_PUNCT = ".!?;:,"
-_ARTICLES = ("the", "a", "an")
-_WORD = re.compile(r"\S+")
+_ARTICLES = frozenset(("the", "a", "an"))
+_FUNCTION_WORDS = RELATIONS | CONNECTORS | _ARTICLES
 
 
 def _is_capitalised(word: str) -> bool:
-    for ch in word:
+    first = word[0]
+    if first.isalpha():
+        return first.isupper()
+    if first.isdigit():
+        return True
+    for ch in word:  # leading quotes or brackets: look at the first letter or digit
         if ch.isalpha():
             return ch.isupper()
         if ch.isdigit():
@@ -50,47 +51,43 @@ def _is_capitalised(word: str) -> bool:
     return False  # pure punctuation is not a name word
 
 
-def _value_start(words: list[str]) -> int | None:
+def _value_start(words: list[str], lowered: list[str]) -> int | None:
     """Index of the first word of the value, or None if it cannot be read."""
     last = len(words) - 1
     if _is_capitalised(words[last]):
         start = last
-        while start > 0 and (
-            _is_capitalised(words[start - 1]) or words[start - 1].lower() in CONNECTORS
-        ):
+        while start > 0 and (lowered[start - 1] in CONNECTORS or _is_capitalised(words[start - 1])):
             start -= 1
-        while start < last and words[start].lower() in CONNECTORS:
+        while start < last and lowered[start] in CONNECTORS:
             start += 1  # "of the Netherlands": the connectors belong to the slot
         return start if start > 0 else None
     for index in range(last - 1, 0, -1):
-        if words[index].lower() in RELATIONS:
+        if lowered[index] in RELATIONS:
             return index + 1
     return None
 
 
-def _names_an_attribute(prefix: list[str]) -> bool:
+def _names_an_attribute(words: list[str], lowered: list[str], end: int) -> bool:
     """A lower-case content word ("born", "citizen"), or "The <attribute> of ..."."""
-    if any(
-        not _is_capitalised(w) and w.lower() not in RELATIONS and w.lower() not in _ARTICLES
-        and w.lower() not in CONNECTORS
-        for w in prefix
-    ):
-        return True
-    return prefix[0].lower() in _ARTICLES and len(prefix) >= 4
+    for index in range(end):
+        low = lowered[index]
+        if low not in _FUNCTION_WORDS and not _is_capitalised(words[index]):
+            return True
+    return lowered[0] in _ARTICLES and end >= 4
 
 
 def slot_of(body: str) -> str | None:
     """The slot key of a fact line (serial already stripped), or None."""
-    text = body.strip().rstrip(_TRAILING_PUNCT).strip()
-    words = _WORD.findall(text)
+    words = body.rstrip().rstrip(_TRAILING_PUNCT).split()
     if len(words) < 3 or len(words) > MAX_WORDS:
         return None
-    start = _value_start(words)
+    lowered = [w.lower() for w in words]
+    start = _value_start(words, lowered)
     if start is None or start < 2:
         return None  # a slot needs a subject and an attribute before the value
-    if not _names_an_attribute(words[:start]):
+    if not _names_an_attribute(words, lowered, start):
         return None  # "Paris is Nice": a subject and a copula, no attribute to key on
-    slot = [w.lower().strip(",;:") for w in words[:start]]
+    slot = [w.strip(",;:") for w in lowered[:start]]
     while slot and slot[-1] in _ARTICLES:
         slot.pop()  # "the city of the X" and "the city of X" are one attribute
     return " ".join(w for w in slot if w) or None

@@ -124,7 +124,10 @@ def verify_cuts(data_dir: Path, manifest: dict[str, dict[str, Any]]) -> Iterator
         yield Verdict(name, None, (f"pinned but not found under {data_dir}",))
 
 
-HEADER = f"{'store':<28} {'branch':<13} {'serial':>7} {'record':>7} {'tokens':>9} {'units':>6} {'parents':>7} {'oversize':>8}  verdict"
+HEADER = (
+    f"{'store':<28} {'branch':<13} {'serial':>7} {'record':>7} {'tokens':>9} "
+    f"{'units':>6} {'parents':>7} {'oversize':>8}  verdict"
+)
 
 
 def format_row(verdict: Verdict) -> str:
@@ -133,8 +136,10 @@ def format_row(verdict: Verdict) -> str:
     if row is None:
         body = f"{verdict.store:<28} {'-':<13} {'-':>7} {'-':>7} {'-':>9} {'-':>6} {'-':>7} {'-':>8}"
     else:
-        body = (f"{row.store:<28} {row.branch:<13} {row.serial_share:>7.4f} {row.record_share:>7.4f} "
-                f"{row.tokens:>9} {row.units:>6} {row.parents:>7} {row.oversize_records:>8}")
+        body = (
+            f"{row.store:<28} {row.branch:<13} {row.serial_share:>7.4f} {row.record_share:>7.4f} "
+            f"{row.tokens:>9} {row.units:>6} {row.parents:>7} {row.oversize_records:>8}"
+        )
     line = f"{body}  {status}"
     if not verdict.ok:
         line += "  (" + "; ".join(verdict.differences) + ")"

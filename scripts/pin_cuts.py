@@ -1,6 +1,6 @@
 """Re-pin manifests/cuts.json from the data (run on purpose, review the diff).
 
-    python scripts/pin_cuts.py --data ../shared/data
+python scripts/pin_cuts.py --data ../shared/data
 """
 
 from __future__ import annotations

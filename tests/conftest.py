@@ -25,9 +25,15 @@ def data() -> Path:
     return root
 
 
-def run_muster(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def run_muster(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
     """The real CLI in a subprocess, as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "muster_exact", *args],
-        capture_output=True, text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=600,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=600,
     )

@@ -7,7 +7,8 @@ from muster_exact.cut import group_size_for
 
 
 @pytest.mark.parametrize(
-    ("units", "size"), [(0, 1), (5, 1), (10, 1), (18, 1), (19, 2), (36, 2), (37, 4), (72, 4), (73, 8), (500, 8)]
+    ("units", "size"),
+    [(0, 1), (5, 1), (10, 1), (18, 1), (19, 2), (36, 2), (37, 4), (72, 4), (73, 8), (500, 8)],
 )
 def test_parent_group_halves_until_ten_parents(units: int, size: int) -> None:
     assert group_size_for(units) == size

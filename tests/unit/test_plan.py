@@ -9,7 +9,9 @@ from muster_exact import Plan, PlanError, derive, explain
 
 @pytest.fixture
 def plan() -> Plan:
-    return derive("1. The CEO of Acme is Ann Lee.\n2. The CEO of Acme is Bo Li.\n3. Kyd died in the city of Rome.")
+    return derive(
+        "1. The CEO of Acme is Ann Lee.\n2. The CEO of Acme is Bo Li.\n3. Kyd died in the city of Rome."
+    )
 
 
 def test_round_trip_is_exact(plan: Plan) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from muster_exact import InputError, from_records, from_text, read_file
 from muster_exact.records import blocks
@@ -21,11 +23,13 @@ def test_text_keeps_every_character_and_normalises_newlines() -> None:
 
 
 def test_records_render_header_and_keep_body_offsets() -> None:
-    source = from_records([
-        {"speaker": "Caroline", "time": "2023-05-08", "text": "12. I moved to Lisbon."},
-        "plain string",
-        {"role": "user", "content": "hi", "id": 7},
-    ])
+    source = from_records(
+        [
+            {"speaker": "Caroline", "time": "2023-05-08", "text": "12. I moved to Lisbon."},
+            "plain string",
+            {"role": "user", "content": "hi", "id": 7},
+        ]
+    )
     assert source.layout == "records"
     assert source.text == "[2023-05-08] Caroline: 12. I moved to Lisbon.\n\nplain string\n\nuser: hi"
     assert [source.body(r) for r in source.records] == ["12. I moved to Lisbon.", "plain string", "hi"]
@@ -77,3 +81,20 @@ def test_read_file_errors(tmp_path) -> None:
     for path, message in cases.items():
         with pytest.raises(InputError, match=message):
             read_file(path)
+
+
+@given(st.lists(st.sampled_from(["a", "b c", "", " ", "\t", "  x  ", "\u3000y"]), max_size=30))
+def test_blocks_equal_a_line_by_line_reading(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    expected, current = [], None
+    pos = 0
+    for line in lines:
+        if line.strip():
+            current = [pos, pos + len(line)] if current is None else [current[0], pos + len(line)]
+        elif current is not None:
+            expected.append(tuple(current))
+            current = None
+        pos += len(line) + 1
+    if current is not None:
+        expected.append(tuple(current))
+    assert blocks(text) == expected

@@ -13,7 +13,10 @@ from muster_exact.slots import slot_of
         ("Thomas Kyd was born in the city of London.", "thomas kyd was born in the city of"),
         ("Lorenzo Lamas is a citizen of United States of America.", "lorenzo lamas is a citizen of"),
         ("Dick Advocaat is a citizen of Kingdom of the Netherlands.", "dick advocaat is a citizen of"),
-        ("The type of music that John McVie plays is rock music.", "the type of music that john mcvie plays is"),
+        (
+            "The type of music that John McVie plays is rock music.",
+            "the type of music that john mcvie plays is",
+        ),
         ("Hines Ward plays the position of wide receiver.", "hines ward plays the position of"),
         ("Scientology was founded by L. Ron Hubbard.", "scientology was founded by"),
         ("Glenn L. Martin Company was founded by Glenn L. Martin.", "glenn l. martin company was founded by"),
@@ -49,7 +52,13 @@ def test_different_facts_never_merge(a, b) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["Clicked the submit button", "Apple Inc. Was Founded By Steve Jobs", "ok", "Paris is Nice", "word " * 50],
+    [
+        "Clicked the submit button",
+        "Apple Inc. Was Founded By Steve Jobs",
+        "ok",
+        "Paris is Nice",
+        "word " * 50,
+    ],
 )
 def test_unreadable_lines_get_no_slot(line) -> None:
     assert slot_of(line) is None
