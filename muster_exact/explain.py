@@ -9,15 +9,16 @@ _BRANCH_NAMES = {"numbered_log": "numbered log", "record_store": "record store",
 
 def explain(plan: Plan) -> str:
     s = plan.stats
+    item = "record" if plan.layout == "records" else "line"
     unit = (
-        "one line per unit, serial stripped for retrieval"
+        f"one {item} per unit, serial stripped for retrieval"
         if plan.branch == "numbered_log"
         else f"packed up to {plan.unit_budget} tokens, records never split"
         if plan.branch == "record_store"
         else f"paragraphs packed up to {plan.unit_budget} tokens, longer ones cut at sentences"
     )
     parent = (
-        "the line's slot (entity + attribute)"
+        f"the {item}'s slot (entity + attribute)"
         if plan.parent_rule == "slot"
         else f"{plan.parent_group_size} consecutive units"
     )
@@ -37,7 +38,9 @@ def explain(plan: Plan) -> str:
         f"parents: {parent}",
         f"order: {plan.order}; newest version of a slot wins: {'yes' if plan.supersession else 'no'}",
         f"floors per 10 units: dense {dense}, BM25 {bm25}, graph {graph}; read budget U = {plan.units_read}",
-        f"measured: {s.records} records, {s.lines} non-empty lines, {s.tokens} tokens -> "
+        f"measured: {s.records} records, "
+        + (f"{s.lines} non-empty lines, " if plan.layout == "text" else "")
+        + f"{s.tokens} tokens -> "
         f"{s.units} units, {s.parents} parents, {s.oversize_records} oversize",
         "why:",
         *(f"  - {reason}" for reason in plan.reasons),

@@ -20,7 +20,10 @@ pytestmark = pytest.mark.slow
 def test_single_hop_golds_survive_supersession(data: Path) -> None:
     result = subprocess.run(
         [sys.executable, "scripts/measure_slots.py", "--data", str(data), "--json", "--sample", "3"],
-        capture_output=True, text=True, check=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     )
     rows = {r["store"]: r for r in json.loads(result.stdout)}
     assert len(rows) == 8
