@@ -8,7 +8,10 @@ DATA   ?= $(or $(MUSTER_DATA),../shared/data)
 # Offline resources (the tokenizer file) live inside the checkout.
 export MUSTER_HOME ?= $(CURDIR)/.cache/muster
 
-CORE_STAMP := $(VENV)/.installed-core
+STAMP := $(VENV)/.installed
+# The CPU wheel of torch, installed on its own first: a bare `torch` resolved
+# together with the model libraries would pull a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
 
 .PHONY: help install test check reproduce bench clean
 
@@ -18,12 +21,13 @@ help:  ## list the targets
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(CORE_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,models]"
 	$(BIN)/muster fetch
 	touch $@
 
-install: $(CORE_STAMP)  ## venv with the core library, dev tools and the tokenizer file
+install: $(STAMP)  ## venv: the library with its model extras, dev tools, the tokenizer file
 
 test: install  ## the test suite (unit, integration, properties)
 	$(BIN)/python -m pytest
@@ -38,6 +42,7 @@ reproduce: install  ## the main job on CPU: detection over every benchmark store
 
 bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md
+	$(BIN)/python scripts/bench_query.py --data $(DATA) --out results/bench/query.md
 
 clean:  ## remove the venv and caches
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -28,12 +28,14 @@ __all__ = [
     "Derived",
     "InputError",
     "ManifestError",
+    "Memory",
     "MusterError",
     "Plan",
     "PlanError",
     "ResourceMissing",
     "Source",
     "analyse",
+    "build",
     "derive",
     "explain",
     "from_records",
@@ -43,3 +45,12 @@ __all__ = [
 ]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+
+def __getattr__(name: str) -> object:
+    # build() and Memory pull in numpy and the model libraries: loaded on first use only.
+    if name in ("build", "Memory"):
+        from muster_exact import memory
+
+        return getattr(memory, name)
+    raise AttributeError(f"module 'muster_exact' has no attribute {name!r}")

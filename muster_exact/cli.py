@@ -24,6 +24,66 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_query(args: argparse.Namespace) -> int:
+    import json
+
+    from muster_exact.memory import build
+
+    memory = build(
+        read_file(Path(args.file)), preset=args.preset, models=args.models, mode=args.mode, units=args.units
+    )
+    context = memory.context(args.question, units=args.units)
+    details = memory.explain_query(args.question, units=args.units) if args.explain else None
+    if args.json:
+        out = {"plan": memory.plan.to_dict(), "context": context.to_dict()}
+        if details is not None:
+            out["explain"] = details
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    if details is not None:
+        print(explain(memory.plan))
+        print(_render_query_explain(details, context.tokens))
+        print("--- context ---")
+    print(context.text)
+    return 0
+
+
+def _render_query_explain(details: dict, tokens_in_context: int) -> str:  # type: ignore[type-arg]
+    lines = [
+        f"retrieval: U = {details['units_read']}, order by {details['rerank']}"
+        + (" (reciprocal-rank fusion: no cross-encoder weights)" if details["rerank"] == "rrf" else ""),
+        f"graph seeds: {', '.join(details['graph_seeds']) or '(none: the query names no known entity)'}",
+    ]
+    for channel in details["channels"]:
+        shown = ", ".join(map(str, channel["proposals"][:20]))
+        more = len(channel["proposals"]) - 20
+        lines.append(
+            f"  {channel['channel']:<6} floor {channel['floor']:>2}, proposes {len(channel['proposals'])}: "
+            f"{shown}{f' (+{more})' if more > 0 else ''}"
+        )
+    lines.append("rerank order: " + ", ".join(map(str, details["rerank_order"][:30])))
+    lines.append(f"kept ({tokens_in_context} tokens):")
+    for kept in details["kept"]:
+        where = ", ".join(f"{c} #{r}" for c, r in kept["channels"].items())
+        shown_as = (
+            "" if kept["shown_as"] == kept["unit"] else f", shown as its newest version {kept['shown_as']}"
+        )
+        lines.append(
+            f"  unit {kept['unit']:>5}: {kept['reason']}, rerank #{kept['rerank_rank']}, "
+            f"proposed by {where}{shown_as}"
+        )
+    return "\n".join(lines)
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    from muster_exact import presets
+
+    for name in presets.names():
+        preset = presets.load(name)
+        print(f"{name:<10} {presets.sha256(name)[:12]}  {preset.describe()}")
+    return 0
+
+
 def _cmd_fetch(args: argparse.Namespace) -> int:
     path = tokens.prepare()
     print(f"{tokens.ENCODING_NAME}: {path} (SHA-256 {tokens.CL100K_SHA256})")
@@ -58,6 +118,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--mode", choices=("native", "exact"), default="native")
     p.set_defaults(run=_cmd_derive)
+
+    p = commands.add_parser("query", help="build a memory from FILE and print the context for QUESTION")
+    p.add_argument("file", help="a .txt file, or .json/.jsonl records")
+    p.add_argument("question")
+    p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
+    p.add_argument("--models", help="model profile: cpu-small or paper (default: $MUSTER_MODELS, else paper)")
+    p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
+    p.add_argument("--mode", choices=("native", "exact"), help="default: exact with a preset, else native")
+    p.add_argument(
+        "--explain", action="store_true", help="add the plan, channel floors, rerank order, reasons"
+    )
+    p.add_argument("--json", action="store_true", help="print plan and context as JSON")
+    p.set_defaults(run=_cmd_query)
+
+    p = commands.add_parser("presets", help="list the frozen presets and what each fixes")
+    p.set_defaults(run=_cmd_presets)
 
     p = commands.add_parser("fetch", help="prepare offline resources (the cl100k_base tokenizer file)")
     p.set_defaults(run=_cmd_fetch)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from muster_exact import cut as cutting
@@ -27,10 +28,11 @@ UNITS_READ: dict[Branch, int] = {"numbered_log": 10, "record_store": 10, "prose"
 
 @dataclass(frozen=True)
 class Derived:
-    """A plan together with the cut it describes."""
+    """A plan together with the cut it describes, and what each step took."""
 
     plan: Plan
     cut: cutting.Cut
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def _check_options(mode: str, record_budget: int, prose_budget: int) -> None:
@@ -50,8 +52,10 @@ def analyse(
 ) -> Derived:
     """Derive the plan of a store and cut it. ``data``: text, records, Path or Source."""
     _check_options(mode, record_budget, prose_budget)
+    started = time.perf_counter()
     source = from_any(data)
     found = detect(source, mode=mode, record_budget=record_budget)
+    detected = time.perf_counter()
     budget = {"numbered_log": None, "record_store": record_budget, "prose": prose_budget}[found.branch]
     the_cut = cutting.cut(
         source,
@@ -61,8 +65,9 @@ def analyse(
         record_tokens=found.record_tokens,
     )
     plan = _plan(source, found, the_cut, mode, budget, record_budget, prose_budget)
+    timings = {"detect": detected - started, "cut": time.perf_counter() - detected}
     log.debug("derived %s: %d units, %d parents", plan.branch, len(the_cut.units), len(the_cut.parents))
-    return Derived(plan, the_cut)
+    return Derived(plan, the_cut, timings)
 
 
 def derive(data: Any, **options: Any) -> Plan:

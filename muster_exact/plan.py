@@ -45,6 +45,19 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class Retrieval:
+    """How a built memory retrieves: set by ``build`` (derive leaves it empty)."""
+
+    preset: str | None
+    policy: str
+    pool: int
+    models: str
+    embedder: str
+    reranker: str | None
+    rerank: str  # "cross-encoder", or "rrf" when no cross-encoder weights are given
+
+
+@dataclass(frozen=True)
 class Plan:
     branch: Branch
     mode: Mode
@@ -66,6 +79,7 @@ class Plan:
     thresholds: Thresholds = field(default_factory=Thresholds)
     stats: Stats = field(default_factory=Stats)
     reasons: tuple[str, ...] = ()
+    retrieval: Retrieval | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +105,8 @@ class Plan:
             values = dict(data)
             values["thresholds"] = _nested(Thresholds, values.get("thresholds", {}), "thresholds")
             values["stats"] = _nested(Stats, values.get("stats", {}), "stats")
+            if values.get("retrieval") is not None:
+                values["retrieval"] = _nested(Retrieval, values["retrieval"], "retrieval")
             values["floors"] = tuple(values["floors"])
             values["reasons"] = tuple(values.get("reasons", ()))
             plan = cls(**values)

@@ -1,0 +1,132 @@
+"""The parent graph: parents linked by shared entities, walked from the query's entities.
+
+Build: every unit's entities (``muster_exact.entities``; on numbered logs also
+its slot) are pooled per parent, giving a bipartite parent-entity graph.
+Query: the query's entities that the store knows seed a personalised walk
+over that graph; an entity's seed weight and its share of a parent's
+out-going mass grow with its rarity (idf), so "Fatah" counts for more than
+"May". The channel proposes, for the top parents in walk order, their units
+that mention query entities (best overlap first), and under policy ``flrs``
+each such unit's immediate siblings in its parent; ``flr`` proposes no
+siblings. Every order is broken by id, never by hash or set order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from muster_exact.channels import Proposals
+from muster_exact.entities import query_entities
+from muster_exact.models import require
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Policy = Literal["flrs", "flr"]
+POLICIES: tuple[Policy, ...] = ("flrs", "flr")
+CONTINUE = 0.5  # the walk's continuation probability; 1 - CONTINUE restarts at the seeds
+STEPS = 20
+
+
+class GraphChannel:
+    name = "graph"
+
+    def __init__(
+        self,
+        unit_entities: Sequence[frozenset[str]],
+        unit_parent: Sequence[int],
+        parents: Sequence[Sequence[int]],
+        policy: Policy = "flrs",
+    ) -> None:
+        np = require("numpy")
+        self.policy = policy
+        self._parents = [tuple(p) for p in parents]
+        self._unit_parent = list(unit_parent)
+        vocabulary = sorted(set().union(*unit_entities)) if unit_entities else []
+        self._entity_id = {e: i for i, e in enumerate(vocabulary)}
+        self.vocabulary = frozenset(vocabulary)
+        self._unit_entities = [sorted(self._entity_id[e] for e in ents) for ents in unit_entities]
+        edges = sorted(
+            {
+                (p, e)
+                for p, members in enumerate(self._parents)
+                for u in members
+                for e in self._unit_entities[u]
+            }
+        )
+        self._edge_parent = np.array([p for p, _ in edges], dtype=np.int64)
+        self._edge_entity = np.array([e for _, e in edges], dtype=np.int64)
+        n_parents, n_entities = len(self._parents), len(vocabulary)
+        df = np.bincount(self._edge_entity, minlength=n_entities).astype(np.float64)
+        self._idf = np.log1p(n_parents / np.maximum(df, 1.0))
+        self._df = np.maximum(df, 1.0)
+        # A parent sends its mass to its entities in proportion to their idf.
+        parent_idf = np.bincount(self._edge_parent, weights=self._idf[self._edge_entity], minlength=n_parents)
+        self._edge_out = self._idf[self._edge_entity] / np.maximum(parent_idf[self._edge_parent], 1e-12)
+        self._n_parents = n_parents
+        self._n_entities = n_entities
+
+    def seeds(self, query: str) -> list[str]:
+        return query_entities(query, self.vocabulary)
+
+    def walk(self, seed_ids: Sequence[int]) -> np.ndarray:
+        """Parent mass after the personalised walk from the seed entities."""
+        np = require("numpy")
+        seed_weight = np.zeros(self._n_entities)
+        seed_weight[list(seed_ids)] = self._idf[list(seed_ids)]
+        start = np.bincount(
+            self._edge_parent, weights=seed_weight[self._edge_entity], minlength=self._n_parents
+        )
+        if start.sum() <= 0:
+            return start  # type: ignore[no-any-return]
+        start /= start.sum()
+        mass = start.copy()
+        for _ in range(STEPS):
+            entity_mass = np.bincount(
+                self._edge_entity,
+                weights=mass[self._edge_parent] * self._edge_out,
+                minlength=self._n_entities,
+            )
+            spread = np.bincount(
+                self._edge_parent,
+                weights=entity_mass[self._edge_entity] / self._df[self._edge_entity],
+                minlength=self._n_parents,
+            )
+            mass = (1 - CONTINUE) * start + CONTINUE * spread
+        return mass  # type: ignore[no-any-return]
+
+    def propose(self, query: str, k: int) -> Proposals:
+        np = require("numpy")
+        seed_ids = [self._entity_id[e] for e in self.seeds(query)]
+        if not seed_ids or not self._n_parents:
+            return Proposals(self.name, (), ())
+        mass = self.walk(seed_ids)
+        wanted = set(seed_ids)
+        idf = self._idf
+        ranked_parents = [int(p) for p in np.lexsort((np.arange(self._n_parents), -mass)) if mass[p] > 0]
+        chosen: list[int] = []
+        scores: list[float] = []
+        taken: set[int] = set()
+
+        def add(unit: int, score: float) -> None:
+            if unit not in taken and len(chosen) < k:
+                taken.add(unit)
+                chosen.append(unit)
+                scores.append(score)
+
+        for parent in ranked_parents:
+            members = self._parents[parent]
+            overlap = {u: math.fsum(idf[e] for e in self._unit_entities[u] if e in wanted) for u in members}
+            best = sorted(members, key=lambda u: (-overlap[u], u))
+            matched = [u for u in best if overlap[u] > 0] or best[:1]
+            for unit in matched:
+                add(unit, float(mass[parent]))
+                if self.policy == "flrs":
+                    at = members.index(unit)
+                    for sibling in members[max(at - 1, 0) : at + 2]:
+                        add(sibling, float(mass[parent]))
+            if len(chosen) >= k:
+                break
+        return Proposals(self.name, tuple(chosen), tuple(scores))

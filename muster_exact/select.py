@@ -1,0 +1,65 @@
+"""Selection under reserved floors (SPEC 4).
+
+U slots are filled in two passes. First each channel, in the order dense,
+BM25, graph, takes its floor (floors per ten scaled to U, rounded so they sum
+to U) from its own proposals in rerank order, skipping units already taken.
+Then slots a channel could not fill go to the best remaining proposed units
+in rerank order. The rerank order already breaks ties by stored position.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from muster_exact.channels import Proposals
+from muster_exact.rerank import Ranking
+
+CHANNEL_ORDER = ("dense", "bm25", "graph")
+
+
+@dataclass(frozen=True)
+class Selected:
+    unit: int
+    reason: str  # "floor:<channel>" or "fill"
+
+
+def scaled_floors(per_ten: Sequence[int], units_read: int) -> tuple[int, ...]:
+    """Floors per ten units scaled to U; largest remainders (then channel order) round up."""
+    total = sum(per_ten)
+    exact = [f * units_read / total for f in per_ten] if total else [0.0] * len(per_ten)
+    floors = [math.floor(x) for x in exact]
+    short = units_read - sum(floors) if total else 0
+    by_remainder = sorted(range(len(per_ten)), key=lambda i: (-(exact[i] - floors[i]), i))
+    for i in by_remainder[:short]:
+        floors[i] += 1
+    return tuple(floors)
+
+
+def select(
+    proposals: Sequence[Proposals], ranking: Ranking, floors: Sequence[int], units_read: int
+) -> list[Selected]:
+    rank = ranking.rank()
+    by_channel = {p.channel: p for p in proposals}
+    chosen: list[Selected] = []
+    taken: set[int] = set()
+    for channel, floor in zip(CHANNEL_ORDER, floors, strict=True):
+        own = by_channel.get(channel)
+        if own is None or floor <= 0:
+            continue
+        got = 0
+        for unit in sorted(own.units, key=rank.__getitem__):
+            if got == floor or len(chosen) == units_read:
+                break
+            if unit not in taken:
+                taken.add(unit)
+                chosen.append(Selected(unit, f"floor:{channel}"))
+                got += 1
+    for unit in ranking.order:
+        if len(chosen) == units_read:
+            break
+        if unit not in taken:
+            taken.add(unit)
+            chosen.append(Selected(unit, "fill"))
+    return chosen

@@ -1,0 +1,104 @@
+"""Unit vectors cached by (model id, SHA-256 of the unit text), in SQLite.
+
+A second build of the same store, or of a store that shares units with one
+built before, embeds nothing it has seen. The file is safe to share between
+processes (WAL, a busy timeout); vectors are stored as float32 bytes, so a
+cache hit gives back exactly the array that was computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from muster_exact.tokens import resource_dir
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    model TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, sha256)
+) WITHOUT ROWID;
+"""
+_CHUNK = 500  # keys per SELECT: below SQLite's bound-parameter limit
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def default_path() -> Path:
+    return resource_dir() / "vectors.sqlite"
+
+
+class VectorCache:
+    """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, check_same_thread=False)
+        if path is not None:
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(SCHEMA)
+
+    def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        with self._lock:
+            for first in range(0, len(keys), _CHUNK):
+                chunk = list(keys[first : first + _CHUNK])
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT sha256, vector FROM vectors WHERE model = ? AND sha256 IN ({marks})",
+                    [model, *chunk],
+                )
+                found.update(rows)
+        return found
+
+    def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
+        with self._lock, self._db:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)",
+                [(model, key, dim, blob) for key, blob, dim in items],
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def embed_cached(
+    texts: Sequence[str],
+    model_id: str,
+    embed: Callable[[list[str]], np.ndarray],
+    cache: VectorCache,
+) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` (rows in order) and how many had to be computed."""
+    import numpy as np
+
+    keys = [text_key(t) for t in texts]
+    cached = cache.get(model_id, sorted(set(keys)))
+    first_index: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key not in cached and key not in first_index:
+            first_index[key] = i
+    missing = list(first_index.items())
+    if missing:
+        fresh = embed([texts[i] for _, i in missing])
+        cache.put(model_id, [(k, fresh[j].tobytes(), fresh.shape[1]) for j, (k, _) in enumerate(missing)])
+        cached.update((k, fresh[j].tobytes()) for j, (k, _) in enumerate(missing))
+    rows = [np.frombuffer(cached[k], dtype=np.float32) for k in keys]
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32), 0
+    return np.vstack(rows), len(missing)

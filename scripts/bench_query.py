@@ -1,0 +1,128 @@
+"""Benchmark build and query, stage by stage, with the cpu-small profile.
+
+Stores: a LoCoMo conversation (conv-26), a BEAM-100K chat (1) and a 1M-token
+store (BEAM-1M chat 6, 1.02M tokens). Build stages: detect, cut, BM25, graph,
+embed (vectors computed fresh: no cache), plus model loading on its own
+line. Queries: the store's own benchmark questions, cycled to --queries
+after one warm-up query; p50/p95 per stage. Writes Markdown.
+
+Goals (a benchmark, not a test): everything but the embedder < 10% of build
+time; a query without cross-encoder < 100 ms p50 on the 1M-token store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from muster_exact import __version__
+from muster_exact.corpora import beam_chat_file, beam_source, locomo_stores
+from muster_exact.memory import build
+from muster_exact.records import Source
+
+BUILD_STAGES = ("detect", "cut", "bm25", "graph", "embed")
+QUERY_STAGES = ("dense", "bm25", "graph", "rerank", "select+assemble")
+
+
+def stores(data: Path) -> list[tuple[str, Source, list[str]]]:
+    locomo = json.loads((data / "locomo/locomo10.json").read_text(encoding="utf-8"))[0]
+    out = [
+        (
+            "LoCoMo conv-26",
+            next(locomo_stores(data / "locomo/locomo10.json")).source,
+            [q["question"] for q in locomo["qa"]],
+        )
+    ]
+    for label, folder in (("BEAM-100K chat 1", "beam/100K/1"), ("BEAM-1M chat 6 (1M tokens)", "beam/1M/6")):
+        directory = data / folder
+        chat_file = beam_chat_file(directory)
+        assert chat_file is not None, directory
+        questions = json.loads((directory / "probing_questions.json").read_text(encoding="utf-8"))
+        out.append(
+            (
+                label,
+                beam_source(json.loads(chat_file.read_text(encoding="utf-8"))),
+                [q["question"] for ability in sorted(questions) for q in questions[ability]],
+            )
+        )
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def measure(label: str, source: Source, questions: list[str], n_queries: int) -> list[str]:
+    started = time.perf_counter()
+    memory = build(source, models="cpu-small", cache=False)
+    total = time.perf_counter() - started
+    t = memory.timings
+    non_embed = sum(t[s] for s in BUILD_STAGES if s != "embed")
+    memory.context(questions[0])  # warm-up
+    per_stage: dict[str, list[float]] = {s: [] for s in (*QUERY_STAGES, "total")}
+    for i in range(n_queries):
+        started = time.perf_counter()
+        context = memory.context(questions[i % len(questions)])
+        per_stage["total"].append(time.perf_counter() - started)
+        for stage in QUERY_STAGES:
+            per_stage[stage].append(context.timings[stage])
+    plan = memory.plan
+    lines = [
+        f"### {label}",
+        "",
+        f"{plan.stats.tokens:,} tokens, {plan.branch}, {plan.stats.units:,} units, "
+        f"{plan.stats.parents} parents. Build {total:.2f} s; everything but the "
+        f"embedder: {non_embed:.2f} s = **{100 * non_embed / total:.1f}%** of build.",
+        "",
+        "| build stage | seconds | share |",
+        "|---|---|---|",
+        *(f"| {s} | {t[s]:.3f} | {100 * t[s] / total:.1f}% |" for s in BUILD_STAGES),
+        "",
+        f"| query stage ({n_queries} queries) | p50 ms | p95 ms |",
+        "|---|---|---|",
+        *(
+            f"| {s} | {1000 * statistics.median(per_stage[s]):.1f} "
+            f"| {1000 * percentile(per_stage[s], 0.95):.1f} |"
+            for s in (*QUERY_STAGES, "total")
+        ),
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path("results/bench/query.md"))
+    parser.add_argument("--queries", type=int, default=100)
+    args = parser.parse_args()
+    # Warm up once so imports, the tokenizer and model loading count against no store.
+    build(["warm-up note"], models="cpu-small", cache=False).context("warm-up?")
+    body = []
+    for label, source, questions in stores(args.data):
+        body += measure(label, source, questions, args.queries)
+    header = [
+        "# build and query benchmark (cpu-small)",
+        "",
+        f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by `scripts/bench_query.py`; "
+        f"muster {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+        "packaged all-MiniLM-L6-v2 embedder, RRF order (no cross-encoder). Wall clock on a shared machine.",
+        "",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(header + body), encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""On all 8 FactConsolidation stores: one version per slot, the newest, and the gold in reach.
+
+Profile cpu-small, preset mab.u10 (U = 10). Measured figures are in
+docs/decisions.md; this test holds them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from muster_exact.corpora import mab_stores
+from muster_exact.memory import build
+
+pytestmark = pytest.mark.slow
+
+# Single-hop questions whose gold appears in the U=10 context, per store (measured).
+GOLD_IN_CONTEXT_SH = {
+    "factconsolidation_sh_6k": 100,
+    "factconsolidation_sh_32k": 98,
+    "factconsolidation_sh_64k": 99,
+    "factconsolidation_sh_262k": 98,
+}
+
+
+@pytest.fixture(scope="module")
+def stores(data: Path):
+    path = data / "memoryagentbench/data/Conflict_Resolution.json"
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    return list(zip(mab_stores(path), rows, strict=True))
+
+
+def test_contexts_show_one_newest_version_per_slot(stores) -> None:
+    gold_hits: dict[str, int] = {}
+    for store, row in stores:
+        memory = build(store.source, preset="mab.u10", models="cpu-small")
+        cut = memory.cut
+        hits = 0
+        for question, answers in zip(row["questions"], row["answers"], strict=True):
+            context = memory.context(question)
+            shown = [cut.units[u] for u in context.unit_ids]
+            slots = [u.slot for u in shown if u.slot is not None]
+            assert len(slots) == len(set(slots)), (store.name, question)
+            for unit in shown:
+                if unit.slot is not None:
+                    versions = [cut.units[v] for v in cut.parents[unit.parent]]
+                    assert unit.serial == max(v.serial for v in versions if v.serial is not None)
+            hits += any(a.lower() in context.text.lower() for a in answers)
+        gold_hits[store.name] = hits
+    assert {k: v for k, v in gold_hits.items() if "_sh_" in k} == GOLD_IN_CONTEXT_SH
+    print("gold in context:", gold_hits)

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from muster_exact import presets
+from tests.conftest import REPO
+
+
+def test_nine_presets_pinned_by_sha256() -> None:
+    pinned = json.loads((REPO / "manifests/presets.json").read_text())["presets"]
+    expected = {f"{b}.u{u}" for b in presets.BENCHMARKS for u in (10, 20, 40)}
+    assert set(presets.names()) == expected == set(pinned)
+    for name in expected:
+        assert presets.sha256(name) == pinned[name], f"{name} was edited; presets are frozen"
+        preset = presets.load(name)
+        assert preset.name == name and preset.units_read == int(name.split(".u")[1])
+        assert preset.mode == "exact" and preset.policy in ("flrs", "flr")
+
+
+def test_unknown_preset_answers_with_the_closest_names() -> None:
+    with pytest.raises(presets.PresetError, match=r"did you mean .*beam\.u20"):
+        presets.load("beam.u02")
+
+
+def test_malformed_preset_is_refused(tmp_path, monkeypatch) -> None:
+    (tmp_path / "x.u1.yaml").write_text("name: x.u1\nunits_read: 1\n")
+    monkeypatch.setenv("MUSTER_PRESETS", str(tmp_path))
+    with pytest.raises(presets.PresetError, match="must set exactly"):
+        presets.load("x.u1")

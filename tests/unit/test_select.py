@@ -1,0 +1,97 @@
+"""Floors with controlled channel outputs (SPEC 4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from muster_exact.channels import Proposals
+from muster_exact.rerank import Ranking, fuse
+from muster_exact.select import scaled_floors, select
+
+
+@pytest.mark.parametrize(
+    ("per_ten", "units", "floors"),
+    [
+        ((4, 3, 3), 10, (4, 3, 3)),
+        ((4, 3, 3), 20, (8, 6, 6)),
+        ((4, 3, 3), 40, (16, 12, 12)),
+        ((2, 0, 8), 10, (2, 0, 8)),
+        ((2, 0, 8), 40, (8, 0, 32)),
+        # 6, 4.5, 4.5: the tie on remainders goes to the earlier channel (BM25).
+        ((4, 3, 3), 15, (6, 5, 4)),
+        ((4, 3, 3), 1, (1, 0, 0)),
+        ((2, 0, 8), 3, (1, 0, 2)),
+    ],
+)
+def test_scaled_floors_sum_to_u(per_ten, units, floors) -> None:
+    assert scaled_floors(per_ten, units) == floors
+    assert sum(floors) == units
+
+
+def _ranking(order: list[int]) -> Ranking:
+    return Ranking("test", tuple(order), {u: -i for i, u in enumerate(order)})
+
+
+def test_each_channel_gets_exactly_its_floor() -> None:
+    proposals = [
+        Proposals("dense", (1, 2, 3, 4, 5, 6), (0,) * 6),
+        Proposals("bm25", (11, 12, 13, 14), (0,) * 4),
+        Proposals("graph", (21, 22, 23, 24), (0,) * 4),
+    ]
+    # The rerank order favours BM25's units; floors still reserve each channel's share.
+    ranking = _ranking([11, 12, 13, 14, 21, 22, 23, 24, 6, 5, 4, 3, 2, 1])
+    chosen = select(proposals, ranking, (4, 3, 3), 10)
+    by_reason: dict[str, list[int]] = {}
+    for s in chosen:
+        by_reason.setdefault(s.reason, []).append(s.unit)
+    # each channel takes its floor from its own proposals in rerank order
+    assert by_reason == {"floor:dense": [6, 5, 4, 3], "floor:bm25": [11, 12, 13], "floor:graph": [21, 22, 23]}
+
+
+def test_shared_units_are_taken_once_and_skipped() -> None:
+    proposals = [
+        Proposals("dense", (1, 2, 3), (0,) * 3),
+        Proposals("bm25", (1, 2, 7, 8), (0,) * 4),
+        Proposals("graph", (9,), (0,)),
+    ]
+    ranking = _ranking([1, 2, 7, 3, 8, 9])
+    chosen = select(proposals, ranking, (2, 2, 1), 5)
+    assert [(s.unit, s.reason) for s in chosen] == [
+        (1, "floor:dense"),
+        (2, "floor:dense"),
+        (7, "floor:bm25"),
+        (8, "floor:bm25"),
+        (9, "floor:graph"),
+    ]
+
+
+def test_unfilled_floors_go_to_the_best_remaining_units() -> None:
+    proposals = [
+        Proposals("dense", (1, 2, 3, 4, 5, 6, 7, 8), (0,) * 8),
+        Proposals("bm25", (), ()),  # proposes nothing: its 3 slots are free
+        Proposals("graph", (20,), (0,)),  # one of its 3
+    ]
+    ranking = _ranking([8, 20, 7, 6, 5, 4, 3, 2, 1])
+    chosen = select(proposals, ranking, (4, 3, 3), 10)
+    assert [s.unit for s in chosen if s.reason == "floor:dense"] == [8, 7, 6, 5]
+    assert [s.unit for s in chosen if s.reason == "floor:graph"] == [20]
+    assert [s.unit for s in chosen if s.reason == "fill"] == [4, 3, 2, 1]  # best remaining, only 4 left
+
+
+def test_u_larger_than_candidates_returns_them_all() -> None:
+    proposals = [Proposals("dense", (2, 1), (0, 0)), Proposals("bm25", (), ()), Proposals("graph", (), ())]
+    chosen = select(proposals, fuse(proposals), (4, 3, 3), 10)
+    assert sorted(s.unit for s in chosen) == [1, 2]
+
+
+def test_rrf_arithmetic_and_ties_by_position() -> None:
+    proposals = [
+        Proposals("dense", (5, 3), (0, 0)),
+        Proposals("bm25", (3, 5), (0, 0)),
+        Proposals("graph", (9,), (0,)),
+    ]
+    ranking = fuse(proposals)
+    # 3 and 5 both score 1/61 + 1/62; the tie goes to the earlier unit (3).
+    assert ranking.order == (3, 5, 9)
+    assert ranking.scores[3] == pytest.approx(1 / 61 + 1 / 62)
+    assert ranking.scores[9] == pytest.approx(1 / 61)
