@@ -103,3 +103,23 @@ def test_unreachable_hub_is_a_clear_error(monkeypatch) -> None:
         ResourceMissing, match=r"cannot fetch model 'BAAI/bge-reranker-v2-m3'.*local directory"
     ):
         resolve(ModelRef("BAAI/bge-reranker-v2-m3"))
+
+
+def test_flagembedding_backends_load_from_local_directories(tiny_cross_encoder) -> None:
+    """The paper profile's code path (FlagReranker, BGEM3FlagModel) on local MiniLM files."""
+    import numpy as np
+
+    from muster_exact.models import BGEM3Embedder, FlagCrossEncoder
+
+    texts = ["the mug is in the kitchen", "the key is in the drawer", "a bike in the garage"]
+    flag = FlagCrossEncoder(ModelRef(str(tiny_cross_encoder), "flagembedding"))
+    st = CrossEncoderReranker(ModelRef(str(tiny_cross_encoder)))
+    flag_scores = flag.score("Where is the mug?", texts)
+    st_scores = st.score("Where is the mug?", texts)
+    # FlagReranker returns logits, CrossEncoder a sigmoid of them: the same order.
+    assert np.argsort(flag_scores).tolist() == np.argsort(st_scores).tolist()
+    embedder = BGEM3Embedder(ModelRef(str(resolve(ModelRef(PACKAGED_MINILM))), "flagembedding"))
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(embedder.embed(texts[::-1])[::-1], vectors)  # length sorting is undone
