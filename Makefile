@@ -23,7 +23,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,models]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,models,harness]"
 	$(BIN)/muster fetch
 	touch $@
 
@@ -37,8 +37,8 @@ check: install  ## lint, format check and types
 	$(BIN)/ruff format --check muster_exact harness scripts tests
 	$(BIN)/mypy
 
-reproduce: install  ## the main job on CPU: detection over every benchmark store, checked
-	$(BIN)/muster verify cuts --data $(DATA)
+reproduce: install  ## the main job on CPU: cuts, contexts for every system, tables, hashes checked
+	$(BIN)/python scripts/reproduce.py --data $(DATA)
 
 bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md

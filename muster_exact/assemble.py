@@ -105,16 +105,27 @@ def assemble(
     selected: Sequence[Selected],
     ranking: Ranking,
     proposals: Sequence[Proposals],
+    *,
+    by_score: bool = False,
 ) -> Context:
+    """The context of the selected units.
+
+    ``by_score`` (an ablation and the plain-RAG baselines) keeps the order of
+    ``selected`` instead, one block per unit.
+    """
     numbered = plan.branch == "numbered_log"
     shown = {
         s.unit: (newest_version(cut, cut.units[s.unit]) if plan.supersession else s.unit) for s in selected
     }
-    position = {u: i for i, u in enumerate(cut.serial_order)} if numbered else None
-    order_key = position.__getitem__ if position is not None else int
-    by_parent: dict[int, list[int]] = {}
-    for unit in sorted(set(shown.values()), key=order_key):
-        by_parent.setdefault(cut.units[unit].parent, []).append(unit)
+    if by_score:
+        groups = [(cut.units[u].parent, [u]) for u in dict.fromkeys(shown[s.unit] for s in selected)]
+    else:
+        position = {u: i for i, u in enumerate(cut.serial_order)} if numbered else None
+        order_key = position.__getitem__ if position is not None else int
+        by_parent: dict[int, list[int]] = {}
+        for unit in sorted(set(shown.values()), key=order_key):
+            by_parent.setdefault(cut.units[unit].parent, []).append(unit)
+        groups = sorted(by_parent.items(), key=lambda item: order_key(item[1][0]))
     unit_sep = "\n" if numbered else "\n\n"
     blocks = tuple(
         Block(
@@ -123,7 +134,7 @@ def assemble(
             records=tuple(dict.fromkeys(record_label(cut, r) for u in units for r in cut.units[u].records)),
             text=unit_sep.join(cut.text(cut.units[u]) for u in units),
         )
-        for parent, units in sorted(by_parent.items(), key=lambda item: order_key(item[1][0]))
+        for parent, units in groups
     )
     text = unit_sep.join(b.text for b in blocks)
     rank = ranking.rank()

@@ -105,6 +105,27 @@ def _cmd_verify_cuts(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_verify_contexts(args: argparse.Namespace) -> int:
+    from muster_exact import verify_contexts
+
+    root = Path(args.manifests) if args.manifests else verify.default_manifest().parent
+    failed = False
+    for path in verify_contexts.manifest_paths(root, args.preset):
+        result = verify_contexts.check(path, Path(args.data))
+        ok = not result.differing and not result.missing
+        failed |= not ok
+        print(
+            f"{result.benchmark} {result.preset} {result.models}: "
+            f"{result.identical} of {result.total} identical" + ("" if ok else "  FAIL"),
+            flush=True,
+        )
+        for qid in result.differing[:10]:
+            print(f"  differs: {qid}")
+        for qid in result.missing[:10]:
+            print(f"  missing from the data: {qid}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="muster", description="MUSTER: long-term memory that keeps every word."
@@ -144,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
     c.add_argument("--manifest", help="expected values (default: manifests/cuts.json)")
     c.set_defaults(run=_cmd_verify_cuts)
+    c = checks.add_parser("contexts", help="recompute contexts and compare their SHA-256 to the manifests")
+    c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
+    c.add_argument("--preset", help="only this preset's manifests")
+    c.add_argument("--manifests", help="manifest folder (default: manifests/)")
+    c.set_defaults(run=_cmd_verify_contexts)
     return parser
 
 

@@ -36,10 +36,38 @@ _SESSION_KEY = re.compile(r"session_(\d+)$")
 
 
 @dataclass(frozen=True)
+class Question:
+    """A benchmark question: its id, text, gold answers, category and evidence ids."""
+
+    id: str
+    text: str
+    gold: tuple[str, ...]
+    category: str
+    evidence: tuple[str, ...] = ()
+    rubric: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Store:
     benchmark: str
     name: str
     source: Source
+    questions: tuple[Question, ...] = ()
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """A gold or evidence field as strings (a value, a list, a dict of lists), once each."""
+    return tuple(dict.fromkeys(_flat(value)))
+
+
+def _flat(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        return tuple(s for key in value for s in _flat(value[key]))
+    if isinstance(value, (list, tuple)):
+        return tuple(s for item in value for s in _flat(item))
+    return (str(value),)
 
 
 def present(blocks: Iterable[tuple[str, str]]) -> Source:
@@ -78,7 +106,14 @@ def mab_stores(path: Path) -> Iterator[Store]:
             context = row["context"]
         except (KeyError, TypeError):
             raise DataError(f"{path}: row {index} has no 'context' or 'metadata.source'") from None
-        yield Store("memoryagentbench", name, from_text(context))
+        yield Store("memoryagentbench", name, from_text(context), tuple(mab_questions(row, name)))
+
+
+def mab_questions(row: dict[str, Any], name: str) -> Iterator[Question]:
+    ids = (row.get("metadata") or {}).get("qa_pair_ids") or []
+    for i, (text, answers) in enumerate(zip(row["questions"], row["answers"], strict=True)):
+        qid = ids[i] if i < len(ids) else f"{name}#{i}"
+        yield Question(str(qid), str(text), _strings(answers), name)
 
 
 # --- LoCoMo ------------------------------------------------------------------
@@ -117,9 +152,52 @@ def locomo_stores(path: Path) -> Iterator[Store]:
         raise DataError(f"{path}: expected a list of conversations")
     for sample in samples:
         try:
-            yield Store("locomo", sample["sample_id"], locomo_source(sample))
+            questions = tuple(locomo_questions(sample))
+            yield Store("locomo", sample["sample_id"], locomo_source(sample), questions)
         except (KeyError, TypeError) as exc:
             raise DataError(f"{path}: conversation is missing {exc}") from None
+
+
+def locomo_questions(sample: dict[str, Any]) -> Iterator[Question]:
+    """LoCoMo's QA; category 5 (adversarial) keeps its gold in ``adversarial_answer``."""
+    for i, qa in enumerate(sample["qa"]):
+        category = str(qa["category"])
+        gold = qa.get("adversarial_answer") if category == "5" else qa.get("answer")
+        yield Question(
+            f"{sample['sample_id']}#q{i:04d}",
+            str(qa["question"]),
+            _strings(gold),
+            category,
+            _strings(qa.get("evidence")),
+        )
+
+
+def locomo_refined_stores(raw: Path, questions: Path) -> Iterator[Store]:
+    """LoCoMo-Refined: LoCoMo's conversations (raw file) with the refined questions."""
+    by_sample: dict[str, list[Question]] = {}
+    for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            qa = json.loads(line)
+            by_sample.setdefault(qa["sample_id"], []).append(
+                Question(
+                    qa["qa_id"],
+                    str(qa["question"]),
+                    _strings(qa["answer"]),
+                    str(qa["category"]),
+                    _strings(qa.get("evidence")),
+                )
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DataError(f"{questions}:{number}: not a LoCoMo-Refined question ({exc})") from None
+    for sample in _load_json(raw):
+        yield Store(
+            "locomo_refined",
+            sample["sample_id"],
+            locomo_source(sample),
+            tuple(by_sample.get(sample["sample_id"], ())),
+        )
 
 
 # --- BEAM --------------------------------------------------------------------
@@ -163,14 +241,39 @@ def _numeric_names(directory: Path) -> list[Path]:
     )
 
 
-def beam_stores(root: Path) -> Iterator[Store]:
+BEAM_GOLD_KEYS = ("answer", "ideal_answer", "ideal_response", "ideal_summary", "expected_compliance")
+
+
+def beam_questions(path: Path, name: str) -> Iterator[Question]:
+    """BEAM's probing questions, ability by ability (sorted), in file order."""
+    if not path.is_file():
+        return
+    data = _load_json(path)
+    for ability in sorted(data):
+        for i, q in enumerate(data[ability]):
+            gold = next((q[k] for k in BEAM_GOLD_KEYS if q.get(k)), None)
+            yield Question(
+                f"{name}#{ability}-{i}",
+                str(q["question"]),
+                _strings(gold),
+                ability,
+                _strings(q.get("source_chat_ids")),
+                _strings(q.get("rubric")),
+            )
+
+
+def beam_stores(root: Path, scales: Iterable[str] | None = None) -> Iterator[Store]:
+    """BEAM conversations that ship a chat, scale by scale (100K, 1M, ...)."""
+    wanted = None if scales is None else set(scales)
     for scale in _numeric_names(root) if root.is_dir() else []:
+        if wanted is not None and scale.name not in wanted:
+            continue
         for conversation in _numeric_names(scale):
             chat_file = beam_chat_file(conversation)
             if chat_file is not None:
-                yield Store(
-                    "beam", f"beam-{scale.name}-{conversation.name}", beam_source(_load_json(chat_file))
-                )
+                name = f"beam-{scale.name}-{conversation.name}"
+                questions = tuple(beam_questions(conversation / "probing_questions.json", name))
+                yield Store("beam", name, beam_source(_load_json(chat_file)), questions)
 
 
 # --- all of them ---------------------------------------------------------------
@@ -196,3 +299,20 @@ def find_stores(data_dir: Path) -> Iterator[Store]:
         raise DataError(
             f"no benchmark stores under {data_dir}: expected {MAB_CONFLICT}, {LOCOMO} or {BEAM_DIR}/"
         )
+
+
+def benchmark_stores(benchmark: str, data_dir: Path) -> Iterator[Store]:
+    """The stores (with questions) of one benchmark as the harness names it."""
+    data_dir = Path(data_dir)
+    if benchmark == "locomo":
+        return locomo_stores(data_dir / LOCOMO)
+    if benchmark == "locomo_refined":
+        return locomo_refined_stores(
+            data_dir / "locomo_refined/raw/locomo_refined.json",
+            data_dir / "locomo_refined/public/questions.jsonl",
+        )
+    if benchmark == "mab":
+        return mab_stores(data_dir / MAB_CONFLICT)
+    if benchmark == "beam":
+        return beam_stores(data_dir / BEAM_DIR)
+    raise DataError(f"unknown benchmark {benchmark!r}; one of locomo, locomo_refined, mab, beam")

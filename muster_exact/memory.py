@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from muster_exact import entities, presets
+from muster_exact import entities, presets, tokens
 from muster_exact.assemble import Context, assemble
 from muster_exact.channels import Proposals, pool_size
 from muster_exact.channels.bm25 import BM25Channel
@@ -88,7 +88,19 @@ class Memory:
         self._dense = DenseChannel(vectors, self._embedder)
         self._reranker = load_reranker(models.reranker) if models.reranker else None
         self._texts = texts
+        counted = tokens.count_many([cut.text(u) for u in cut.units if u.tokens is None])
+        missing = iter(counted)
+        # Each unit's own token count (what a token budget spends on it).
+        self.unit_tokens = [u.tokens if u.tokens is not None else next(missing) for u in cut.units]
         log.info("built %s: %d units, %d newly embedded", plan.branch, len(texts), self.embedded)
+
+    def channel(self, name: str) -> DenseChannel | BM25Channel | GraphChannel:
+        channels: dict[str, DenseChannel | BM25Channel | GraphChannel] = {
+            "dense": self._dense,
+            "bm25": self._bm25,
+            "graph": self._graph,
+        }
+        return channels[name]
 
     def proposals(self, query: str, units_read: int) -> tuple[list[Proposals], dict[str, float]]:
         k = pool_size(units_read)

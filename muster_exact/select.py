@@ -38,8 +38,14 @@ def scaled_floors(per_ten: Sequence[int], units_read: int) -> tuple[int, ...]:
 
 
 def select(
-    proposals: Sequence[Proposals], ranking: Ranking, floors: Sequence[int], units_read: int
+    proposals: Sequence[Proposals],
+    ranking: Ranking,
+    floors: Sequence[int],
+    units_read: int,
+    *,
+    own_order: bool = False,
 ) -> list[Selected]:
+    """``own_order`` (the no-rerank ablation) takes each floor in the channel's own order."""
     rank = ranking.rank()
     by_channel = {p.channel: p for p in proposals}
     chosen: list[Selected] = []
@@ -49,7 +55,7 @@ def select(
         if own is None or floor <= 0:
             continue
         got = 0
-        for unit in sorted(own.units, key=rank.__getitem__):
+        for unit in own.units if own_order else sorted(own.units, key=rank.__getitem__):
             if got == floor or len(chosen) == units_read:
                 break
             if unit not in taken:

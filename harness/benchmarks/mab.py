@@ -1,0 +1,92 @@
+"""MemoryAgentBench (HUST-AI-HYZ/MemoryAgentBench).
+
+Conflict_Resolution (the 8 FactConsolidation stores) is read from the JSON
+export in the data root. The other splits (Accurate_Retrieval,
+Test_Time_Learning, Long_Range_Understanding) exist only on the dataset hub:
+they are read with ``datasets`` from the split's parquet file, taken from a
+local mirror (``memoryagentbench/hf/data/<split>-00000-of-00001.parquet``
+under the data root) or downloaded once at the pinned revision, and checked
+against the SHA-256 pinned in ``manifests/data.json`` either way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.config import BenchmarkConfig
+from harness.data import DataRoot, sha256_file
+from muster_exact.corpora import Store, mab_questions, mab_stores
+from muster_exact.errors import DataError
+from muster_exact.records import from_text
+
+CONFLICT_JSON = "memoryagentbench/data/Conflict_Resolution.json"
+SPLITS = ("Accurate_Retrieval", "Test_Time_Learning", "Long_Range_Understanding", "Conflict_Resolution")
+
+
+def parquet_name(split: str) -> str:
+    return f"data/{split}-00000-of-00001.parquet"
+
+
+class MemoryAgentBench:
+    name = "mab"
+
+    def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[Store]:
+        for split in config.splits or ["Conflict_Resolution"]:
+            if split not in SPLITS:
+                raise DataError(f"unknown MemoryAgentBench split {split!r}; choose from {', '.join(SPLITS)}")
+            if split == "Conflict_Resolution" and data.exists(CONFLICT_JSON):
+                yield from mab_stores(data.path(CONFLICT_JSON))
+            else:
+                yield from self._parquet_stores(data, split)
+
+    def _parquet_stores(self, data: DataRoot, split: str) -> Iterator[Store]:
+        path = self._parquet(data, split)
+        import datasets
+
+        rows = datasets.Dataset.from_parquet(str(path))
+        for index, row in enumerate(rows):
+            yield self._store(row, split, index)
+
+    @staticmethod
+    def _store(row: dict[str, Any], split: str, index: int) -> Store:
+        metadata = row.get("metadata") or {}
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        name = str(metadata.get("source") or f"{split}_{index}")
+        row = {**row, "metadata": metadata}
+        return Store("memoryagentbench", name, from_text(row["context"]), tuple(mab_questions(row, name)))
+
+    @staticmethod
+    def _parquet(data: DataRoot, split: str) -> Path:
+        hub = data.manifest.get("memoryagentbench_hub", {})
+        expected = hub.get("files", {}).get(split)
+        if expected is None:
+            raise DataError(f"no pinned SHA-256 for MemoryAgentBench split {split} in manifests/data.json")
+        local = data.root / "memoryagentbench" / "hf" / parquet_name(split)
+        if local.is_file():
+            path = local
+        else:
+            try:
+                from huggingface_hub import hf_hub_download
+
+                path = Path(
+                    hf_hub_download(
+                        repo_id=hub["repo"],
+                        filename=parquet_name(split),
+                        repo_type="dataset",
+                        revision=hub["revision"],
+                    )
+                )
+            except Exception as exc:  # any hub failure means: not available here
+                raise DataError(
+                    f"MemoryAgentBench split {split} is not in {local.parent} and cannot be downloaded "
+                    f"({type(exc).__name__}); put {parquet_name(split)} (SHA-256 {expected}) there"
+                ) from None
+        actual = sha256_file(path)
+        if actual != expected:
+            raise DataError(f"{path} has SHA-256 {actual}, expected {expected} (revision {hub['revision']})")
+        data.checked[f"memoryagentbench/hf/{parquet_name(split)}"] = actual
+        return path

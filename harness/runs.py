@@ -1,0 +1,64 @@
+"""Where a run lives and what it has done: content-addressed directories, resumable files.
+
+A run's directory is ``<results>/<benchmark>/<preset>/<models>/<system>/<key>``
+where ``key`` is the SHA-256 (first 16 hex) of everything that decides its
+contexts: the benchmark selection, the preset file's SHA-256, the model
+profile, the system and the library version. The same config always lands in
+the same place, so a rerun resumes and a changed config never mixes in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from muster_exact import __version__ as library_version
+from muster_exact import presets
+
+CONTEXTS = "contexts.jsonl"
+TIMINGS = "timings.jsonl"
+
+
+def identity(cfg: DictConfig, system: str | None = None) -> dict[str, Any]:
+    return {
+        "benchmark": OmegaConf.to_container(cfg.benchmark, resolve=True),
+        "preset": cfg.preset.name,
+        "preset_sha256": presets.sha256(cfg.preset.name),
+        "models": cfg.models.name,
+        "system": system or cfg.system.name,
+        "library": library_version,
+    }
+
+
+def key(cfg: DictConfig, system: str | None = None) -> str:
+    canonical = json.dumps(identity(cfg, system), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def run_dir(cfg: DictConfig, system: str | None = None) -> Path:
+    results = Path(cfg.paths.results)
+    name = system or cfg.system.name
+    return results / cfg.benchmark.name / cfg.preset.name / cfg.models.name / name / key(cfg, system)
+
+
+def contexts_name(shard: int, shards: int) -> str:
+    return CONTEXTS if shards == 1 else f"contexts.shard-{shard}-of-{shards}.jsonl"
+
+
+def complete_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's complete JSON lines; a torn last line (an interrupted write) is cut off."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(end)
+    for line in data[:end].splitlines():
+        if line.strip():
+            yield json.loads(line)

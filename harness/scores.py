@@ -1,0 +1,42 @@
+"""No-LLM retrieval scores for one question's context.
+
+* evidence recall: the share of the question's evidence ids (LoCoMo turn
+  ids, BEAM message ids) among the records the context shows;
+* full-evidence hit: 1 when every evidence id is shown;
+* answer in context: 1 when a normalised gold answer is a substring of the
+  normalised context (MemoryAgentBench's normalisation: lower case, no
+  punctuation, no a/an/the), for benchmarks without evidence ids.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+
+from muster_exact.corpora import Question
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalise(text: str) -> str:
+    text = _ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION))
+    return " ".join(text.split())
+
+
+def question_scores(
+    question: Question, context_text: str, record_ids: Sequence[str]
+) -> dict[str, float | None]:
+    shown = set(record_ids)
+    evidence = set(question.evidence)
+    recall = hit = answer = None
+    if evidence:
+        found = len(evidence & shown)
+        recall = found / len(evidence)
+        hit = float(found == len(evidence))
+    golds = [normalise(g) for g in question.gold if normalise(g)]
+    if golds:
+        text = normalise(context_text)
+        answer = float(any(g in text for g in golds))
+    return {"evidence_recall": recall, "evidence_hit": hit, "answer_in_context": answer}

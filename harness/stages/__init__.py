@@ -1,0 +1,1 @@
+"""Harness stages: contexts (retrieve and hash), merge (join shards), tables (score tables)."""

@@ -1,0 +1,141 @@
+"""Stage ``contexts``: build each store once, retrieve each question's context, hash it.
+
+Writes ``contexts.jsonl`` (one line per question, in benchmark order: qid,
+store, category, context SHA-256, tokens, unit ids, record ids, channel
+provenance, the no-LLM scores) and ``timings.jsonl`` (build seconds, query
+milliseconds: kept apart so the contexts file is byte-identical between
+runs), then ``run.json``. A finished question is never redone: a rerun
+resumes where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from harness import benchmarks, record, runs, systems
+from harness.data import DataRoot
+from harness.scores import question_scores
+from harness.tables import write_run_tables
+from muster_exact.corpora import Store
+from muster_exact.memory import Memory, build
+
+log = logging.getLogger(__name__)
+
+# Built memories, reused across the jobs of one multirun process (systems share stores).
+_MEMORIES: OrderedDict[tuple[str, ...], Memory] = OrderedDict()
+_MEMORY_SLOTS = 64
+
+
+def memory_for(store: Store, cfg: DictConfig, cache_path: Path | None) -> tuple[Memory, float, bool]:
+    digest = hashlib.sha256(store.source.text.encode()).hexdigest()
+    slot = (store.name, digest, cfg.preset.name, cfg.models.name)
+    if slot in _MEMORIES:
+        _MEMORIES.move_to_end(slot)
+        return _MEMORIES[slot], 0.0, True
+    started = time.perf_counter()
+    memory = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path)
+    seconds = time.perf_counter() - started
+    _MEMORIES[slot] = memory
+    while len(_MEMORIES) > _MEMORY_SLOTS:
+        _MEMORIES.popitem(last=False)
+    return memory, seconds, False
+
+
+def provenance(context: Any) -> dict[str, list[str]]:
+    return {str(p.unit): sorted(p.channels) for p in context.provenance}
+
+
+def run(cfg: DictConfig, repo: Path) -> Path:
+    system = systems.check(cfg.system.name)
+    benchmark = benchmarks.load(cfg.benchmark.name)
+    data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
+    directory = runs.run_dir(cfg)
+    directory.mkdir(parents=True, exist_ok=True)
+    shard, shards = cfg.stage.shard, cfg.stage.shards
+    if not 0 <= shard < shards:
+        raise ValueError(f"stage.shard must be in [0, {shards}), not {shard}")
+    out_path = directory / runs.contexts_name(shard, shards)
+    done = {line["qid"] for line in runs.complete_lines(out_path)}
+    started_at = record.utc_now()
+    cache_path = None  # the default vector cache under $MUSTER_HOME
+    counts = {"stores": 0, "questions": 0, "resumed": len(done)}
+    all_stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
+    with out_path.open("a", encoding="utf-8") as out, (directory / runs.TIMINGS).open("a") as timings:
+        for store_index, store in enumerate(all_stores):
+            if store_index % shards != shard:
+                continue
+            todo = [(i, q) for i, q in enumerate(store.questions) if q.id not in done]
+            counts["stores"] += 1
+            if not todo:
+                continue
+            memory, build_s, reused = memory_for(store, cfg, cache_path)
+            if not reused:
+                timings.write(json.dumps({"store": store.name, "build_s": round(build_s, 4)}) + "\n")
+            progress = tqdm(todo, desc=store.name, unit="q", disable=not cfg.stage.progress, leave=False)
+            for question_index, question in progress:
+                t0 = time.perf_counter()
+                context, budget = systems.context(memory, system, question.text)
+                query_ms = 1000 * (time.perf_counter() - t0)
+                line: dict[str, Any] = {
+                    "order": [store_index, question_index],
+                    "qid": question.id,
+                    "store": store.name,
+                    "category": question.category,
+                    "sha256": hashlib.sha256(context.text.encode()).hexdigest(),
+                    "tokens": context.tokens,
+                    "budget": budget,
+                    "units": list(context.unit_ids),
+                    "records": list(context.record_ids),
+                    "provenance": provenance(context),
+                    **question_scores(question, context.text, context.record_ids),
+                }
+                if cfg.stage.save_text:
+                    line["text"] = context.text
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                out.flush()
+                timings.write(json.dumps({"qid": question.id, "query_ms": round(query_ms, 3)}) + "\n")
+                counts["questions"] += 1
+    if shards == 1:
+        write_run_tables(directory)
+    record.write(
+        directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json",
+        {
+            "stage": "contexts",
+            "config": OmegaConf.to_container(cfg, resolve=True),
+            "identity": runs.identity(cfg),
+            "overrides": list(_overrides()),
+            "git": record.git_state(repo),
+            "environment": record.environment(),
+            "data": dict(sorted(data.checked.items())),
+            "models": _models(cfg.models.name),
+            "started_utc": started_at,
+            "ended_utc": record.utc_now(),
+            "counts": counts,
+        },
+    )
+    log.info("%s: %d questions written, %d resumed", directory, counts["questions"], counts["resumed"])
+    return directory
+
+
+def _overrides() -> list[str]:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return list(HydraConfig.get().overrides.task)
+    except ValueError:  # not inside a Hydra app (tests calling run() directly)
+        return []
+
+
+def _models(name: str) -> dict[str, Any]:
+    from muster_exact.models import profile
+
+    return profile(name).to_dict()

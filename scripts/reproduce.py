@@ -1,0 +1,118 @@
+"""``make reproduce``: the default reproduction on CPU, end to end, checked.
+
+1. ``muster verify cuts`` over every benchmark store;
+2. per benchmark (LoCoMo, LoCoMo-Refined, the 8 FactConsolidation stores,
+   BEAM-100K) at U = 10 with the cpu-small profile: the ``contexts`` stage for
+   MUSTER and every baseline and ablation (one Hydra multirun each), then the
+   side-by-side ``tables``;
+3. every MUSTER per-question context hash against manifests/contexts/;
+4. a short summary. Exit status 1 on any difference.
+
+A rerun reuses the vector cache and the finished runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from harness import runs  # noqa: E402
+from harness.systems import SYSTEMS  # noqa: E402
+
+RUNS = (("locomo", "locomo.u10"), ("locomo_refined", "locomo.u10"), ("mab", "mab.u10"), ("beam", "beam.u10"))
+MODELS = "cpu-small"
+
+
+def step(title: str, command: list[str]) -> float:
+    print(f"\n== {title}\n$ {' '.join(command)}", flush=True)
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=REPO)
+    if result.returncode != 0:
+        raise SystemExit(f"reproduce: '{title}' failed with exit code {result.returncode}")
+    return time.perf_counter() - started
+
+
+def muster_run(benchmark: str, preset: str, results: str) -> Path:
+    from hydra import compose, initialize_config_dir
+
+    from harness.config import register
+
+    register()
+    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+        cfg = compose(
+            "config",
+            overrides=[
+                f"benchmark={benchmark}",
+                f"preset={preset}",
+                f"models={MODELS}",
+                "system=muster",
+                f"paths.results={results}",
+            ],
+        )
+    return runs.run_dir(cfg)
+
+
+def check_hashes(benchmark: str, preset: str, run: Path) -> tuple[int, int, list[str]]:
+    manifest = REPO / "manifests" / "contexts" / benchmark / preset / f"{MODELS}.json"
+    if not manifest.is_file():
+        return 0, 0, [f"(no pinned hashes at {manifest.relative_to(REPO)}: pin with scripts/pin_contexts.py)"]
+    pinned = json.loads(manifest.read_text())["hashes"]
+    got = {line["qid"]: line["sha256"] for line in runs.complete_lines(run / runs.CONTEXTS)}
+    differing = [q for q in pinned if got.get(q) != pinned[q]]
+    return len(pinned) - len(differing), len(pinned), differing
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
+    parser.add_argument("--results", default="results/runs")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    python = sys.executable
+    step("detection over every store", [python, "-m", "muster_exact", "verify", "cuts", "--data", args.data])
+    summary = []
+    for benchmark, preset in RUNS:
+        common = [
+            f"benchmark={benchmark}",
+            f"preset={preset}",
+            f"models={MODELS}",
+            f"paths.data_root={args.data}",
+            f"paths.results={args.results}",
+        ]
+        seconds = step(
+            f"{benchmark}: contexts for {len(SYSTEMS)} systems",
+            [python, "-m", "harness", "-m", *common, "system=" + ",".join(SYSTEMS), "stage.progress=false"],
+        )
+        step(f"{benchmark}: tables", [python, "-m", "harness", *common, "stage=tables"])
+        identical, total, differing = check_hashes(
+            benchmark, preset, muster_run(benchmark, preset, args.results)
+        )
+        summary.append((benchmark, preset, identical, total, differing, seconds))
+    print("\n== summary")
+    failed = False
+    for benchmark, preset, identical, total, differing, seconds in summary:
+        flag = "OK" if not differing else "FAIL"
+        failed |= bool(differing)
+        print(
+            f"{benchmark:<15} {preset:<11} {identical} of {total} context hashes identical  {flag}  "
+            f"({seconds:.0f} s)"
+        )
+        for qid in differing[:5]:
+            print(f"    differs: {qid}")
+    total = time.perf_counter() - started
+    print(f"tables: results/<benchmark>/<preset>/{MODELS}/comparison.md; total {total:.0f} s")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
