@@ -25,8 +25,13 @@ TIMINGS = "timings.jsonl"
 
 
 def identity(cfg: DictConfig, system: str | None = None) -> dict[str, Any]:
+    manifest = Path(cfg.paths.manifests) / "data.json"
     return {
         "benchmark": OmegaConf.to_container(cfg.benchmark, resolve=True),
+        # Another data manifest means other data: never resume into this run.
+        "data_manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest()
+        if manifest.is_file()
+        else None,
         "preset": cfg.preset.name,
         "preset_sha256": presets.sha256(cfg.preset.name),
         "models": cfg.models.name,

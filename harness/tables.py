@@ -84,14 +84,20 @@ def write_run_tables(directory: Path) -> pd.DataFrame:
 
 
 def timings(directory: Path) -> tuple[float, float]:
-    """(build seconds summed over stores, median query milliseconds)."""
-    builds, queries = [], []
+    """(build seconds summed over stores, median query milliseconds); a resumed run's
+    later entries replace earlier ones."""
+    builds: dict[str, float] = {}
+    queries: dict[str, float] = {}
     path = directory / runs.TIMINGS
     if path.is_file():
         for line in path.read_text().splitlines():
             entry = json.loads(line)
-            (builds if "build_s" in entry else queries).append(entry.get("build_s", entry.get("query_ms")))
-    return float(sum(builds)), float(np.median(queries)) if queries else float("nan")
+            if "build_s" in entry:
+                builds[entry["store"]] = entry["build_s"]
+            else:
+                queries[entry["qid"]] = entry["query_ms"]
+    median = float(np.median(list(queries.values()))) if queries else float("nan")
+    return float(sum(builds.values())), median
 
 
 def comparison(directories: dict[str, Path]) -> pd.DataFrame:

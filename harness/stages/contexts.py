@@ -31,7 +31,7 @@ from muster_exact.memory import Memory, build
 log = logging.getLogger(__name__)
 
 # Built memories, reused across the jobs of one multirun process (systems share stores).
-_MEMORIES: OrderedDict[tuple[str, ...], Memory] = OrderedDict()
+_MEMORIES: OrderedDict[tuple[str, ...], tuple[Memory, float]] = OrderedDict()
 _MEMORY_SLOTS = 64
 
 
@@ -40,11 +40,12 @@ def memory_for(store: Store, cfg: DictConfig, cache_path: Path | None) -> tuple[
     slot = (store.name, digest, cfg.preset.name, cfg.models.name)
     if slot in _MEMORIES:
         _MEMORIES.move_to_end(slot)
-        return _MEMORIES[slot], 0.0, True
+        memory, seconds = _MEMORIES[slot]
+        return memory, seconds, True
     started = time.perf_counter()
     memory = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path)
     seconds = time.perf_counter() - started
-    _MEMORIES[slot] = memory
+    _MEMORIES[slot] = (memory, seconds)
     while len(_MEMORIES) > _MEMORY_SLOTS:
         _MEMORIES.popitem(last=False)
     return memory, seconds, False
@@ -70,7 +71,10 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     counts = {"stores": 0, "questions": 0, "resumed": len(done)}
     all_stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
     with out_path.open("a", encoding="utf-8") as out, (directory / runs.TIMINGS).open("a") as timings:
-        for store_index, store in enumerate(all_stores):
+        stores = tqdm(
+            list(enumerate(all_stores)), desc=cfg.benchmark.name, unit="store", disable=not cfg.stage.progress
+        )
+        for store_index, store in stores:
             if store_index % shards != shard:
                 continue
             todo = [(i, q) for i, q in enumerate(store.questions) if q.id not in done]
@@ -78,8 +82,10 @@ def run(cfg: DictConfig, repo: Path) -> Path:
             if not todo:
                 continue
             memory, build_s, reused = memory_for(store, cfg, cache_path)
-            if not reused:
-                timings.write(json.dumps({"store": store.name, "build_s": round(build_s, 4)}) + "\n")
+            # A memory reused from an earlier job of this process reports the build it cost then.
+            timings.write(
+                json.dumps({"store": store.name, "build_s": round(build_s, 4), "reused": reused}) + "\n"
+            )
             progress = tqdm(todo, desc=store.name, unit="q", disable=not cfg.stage.progress, leave=False)
             for question_index, question in progress:
                 t0 = time.perf_counter()

@@ -1,0 +1,41 @@
+"""``muster verify contexts`` on a manifest pinned from a harness run of the tiny stores."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from muster_exact import verify_contexts
+from tests.conftest import run_muster
+from tests.harness.test_stages import contexts_file, harness, tiny  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def test_verify_contexts_recomputes_and_compares(tiny, tmp_path) -> None:  # noqa: F811
+    assert harness(tiny, "benchmark=locomo", "preset=locomo.u10", results="runs-verify").returncode == 0
+    lines = map(json.loads, contexts_file(tiny, "locomo", results="runs-verify").read_text().splitlines())
+    manifest = tmp_path / "manifests/contexts/locomo/locomo.u10/cpu-small.json"
+    assert verify_contexts.write(manifest, "locomo", "locomo.u10", "cpu-small", lines) == 22
+
+    ok = run_muster(
+        "verify", "contexts", "--data", str(tiny / "data"), "--manifests", str(tmp_path / "manifests")
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "locomo locomo.u10 cpu-small: 22 of 22 identical" in ok.stdout
+
+    pinned = json.loads(manifest.read_text())
+    first = next(iter(pinned["hashes"]))
+    pinned["hashes"][first] = "0" * 64
+    manifest.write_text(json.dumps(pinned))
+    bad = run_muster(
+        "verify", "contexts", "--data", str(tiny / "data"), "--manifests", str(tmp_path / "manifests")
+    )
+    assert bad.returncode == 1
+    assert "21 of 22 identical  FAIL" in bad.stdout and f"differs: {first}" in bad.stdout
+
+
+def test_no_manifests_is_a_clear_error(tmp_path) -> None:
+    result = run_muster("verify", "contexts", "--data", str(tmp_path), "--manifests", str(tmp_path))
+    assert result.returncode == 2 and "no context manifests" in result.stderr
