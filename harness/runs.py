@@ -2,8 +2,8 @@
 
 A run's directory is ``<results>/<benchmark>/<preset>/<models>/<system>/<key>``
 where ``key`` is the SHA-256 (first 16 hex) of everything that decides its
-contexts: the benchmark selection, the preset file's SHA-256, the model
-profile, the system and the library version. The same config always lands in
+contexts: the benchmark selection, the data manifest's and the preset file's SHA-256,
+the model profile, the system and the library's version and source SHA-256. The same config always lands in
 the same place, so a rerun resumes and a changed config never mixes in.
 """
 
@@ -37,7 +37,19 @@ def identity(cfg: DictConfig, system: str | None = None) -> dict[str, Any]:
         "models": cfg.models.name,
         "system": system or cfg.system.name,
         "library": library_version,
+        "library_sha256": library_sha256(),
     }
+
+
+def library_sha256() -> str:
+    """SHA-256 over the library's source files: changed code never resumes an old run."""
+    import muster_exact
+
+    package = Path(muster_exact.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def key(cfg: DictConfig, system: str | None = None) -> str:

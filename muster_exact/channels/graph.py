@@ -4,8 +4,9 @@ Build: every unit's entities (``muster_exact.entities``; on numbered logs also
 its slot) are pooled per parent, giving a bipartite parent-entity graph.
 Query: the query's entities that the store knows seed a personalised walk
 over that graph; an entity's seed weight and its share of a parent's
-out-going mass grow with its rarity (idf), so "Fatah" counts for more than
-"May". The channel proposes, for the top parents in walk order, their units
+out-going mass grow with its rarity (idf = log(parents / parents with it)),
+so "Fatah" counts for more than "May", and an entity found in every parent
+counts for nothing. The channel proposes, for the top parents in walk order, their units
 that mention query entities (best overlap first), and under policy ``flrs``
 each such unit's immediate siblings in its parent; ``flr`` proposes no
 siblings. Every order is broken by id, never by hash or set order.
@@ -60,7 +61,9 @@ class GraphChannel:
         self._edge_entity = np.array([e for _, e in edges], dtype=np.int64)
         n_parents, n_entities = len(self._parents), len(vocabulary)
         df = np.bincount(self._edge_entity, minlength=n_entities).astype(np.float64)
-        self._idf = np.log1p(n_parents / np.maximum(df, 1.0))
+        # idf = log(P / df): an entity in every parent (a speaker's name in every
+        # turn header) says nothing about where to look and weighs nothing.
+        self._idf = np.log(np.maximum(n_parents / np.maximum(df, 1.0), 1.0))
         self._df = np.maximum(df, 1.0)
         # A parent sends its mass to its entities in proportion to their idf.
         parent_idf = np.bincount(self._edge_parent, weights=self._idf[self._edge_entity], minlength=n_parents)
