@@ -61,7 +61,8 @@ def git_state(repo: Path) -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    # results/ is what runs write; a change anywhere else makes the code dirty.
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
