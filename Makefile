@@ -12,6 +12,8 @@ STAMP := $(VENV)/.installed
 # The CPU wheel of torch, installed on its own first: a bare `torch` resolved
 # together with the model libraries would pull a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
+# constraints.txt pins the whole tested set: pip's resolver then has nothing to
+# search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
 .PHONY: help install test check reproduce bench clean
 
@@ -21,9 +23,9 @@ help:  ## list the targets
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(VENV)/bin/python
+$(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,models,harness]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,models,harness]"
 	$(BIN)/muster fetch
 	touch $@
 
