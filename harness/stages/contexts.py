@@ -112,9 +112,11 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 counts["questions"] += 1
     if shards == 1:
         write_run_tables(directory)
+    record_path = directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json"
     record.write(
-        directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json",
+        record_path,
         {
+            "first_run": _first_run(record_path),
             "stage": "contexts",
             "config": OmegaConf.to_container(cfg, resolve=True),
             "identity": runs.identity(cfg),
@@ -130,6 +132,16 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     )
     log.info("%s: %d questions written, %d resumed", directory, counts["questions"], counts["resumed"])
     return directory
+
+
+def _first_run(path: Path) -> dict[str, Any] | None:
+    """When a run resumes, the record of the run that started it (what it did, when, on what)."""
+    if not path.is_file():
+        return None
+    previous = json.loads(path.read_text())
+    return previous.get("first_run") or {
+        key: previous.get(key) for key in ("started_utc", "ended_utc", "counts", "git", "environment")
+    }
 
 
 def _overrides() -> list[str]:

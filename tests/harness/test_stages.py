@@ -100,7 +100,8 @@ def test_an_interrupted_run_resumes_to_the_same_files(tiny: Path) -> None:
     result = harness(tiny, "benchmark=locomo", "preset=locomo.u10", results="runs-resume")
     assert result.returncode == 0, result.stderr[-3000:]
     assert path.read_bytes() == complete
-    assert json.loads((path.parent / "run.json").read_text())["counts"]["resumed"] == 5
+    resumed = json.loads((path.parent / "run.json").read_text())
+    assert resumed["counts"]["resumed"] == 5 and resumed["first_run"]["counts"]["questions"] == 22
 
 
 def test_a_sharded_run_equals_the_unsharded_one(tiny: Path) -> None:
