@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 DATA   ?= $(or $(MUSTER_DATA),../shared/data)
-# Offline resources (the tokenizer file) live inside the checkout.
+# Offline resources (the tokenizer file) and the vector cache live inside the checkout.
 export MUSTER_HOME ?= $(CURDIR)/.cache/muster
 
 STAMP := $(VENV)/.installed
