@@ -32,8 +32,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
     memory = build(
         read_file(Path(args.file)), preset=args.preset, models=args.models, mode=args.mode, units=args.units
     )
-    context = memory.context(args.question, units=args.units)
-    details = memory.explain_query(args.question, units=args.units) if args.explain else None
+    if args.explain:
+        context, details = memory.explain_query(args.question, units=args.units)
+    else:
+        context, details = memory.context(args.question, units=args.units), None
     if args.json:
         out = {"plan": memory.plan.to_dict(), "context": context.to_dict()}
         if details is not None:

@@ -118,6 +118,9 @@ class Memory:
 
     def context(self, query: str, units: int | None = None) -> Context:
         """The context for ``query``: U units (default: the plan's), assembled."""
+        return self._retrieve(query, units)[0]
+
+    def _retrieve(self, query: str, units: int | None) -> tuple[Context, list[Proposals], Ranking, int]:
         query = _checked_query(query)
         units_read = self.plan.units_read if units is None else _checked_units(units)
         proposals, timings = self.proposals(query, units_read)
@@ -129,17 +132,14 @@ class Memory:
         plan = self.plan if units is None else dataclasses.replace(self.plan, units_read=units_read)
         context = assemble(query, self.cut, plan, chosen, ranking, proposals)
         timings["select+assemble"] = time.perf_counter() - started
-        return dataclasses.replace(context, timings=timings)
+        return dataclasses.replace(context, timings=timings), proposals, ranking, units_read
 
-    def explain_query(self, query: str, units: int | None = None) -> dict[str, Any]:
-        """Each channel's floor and proposals, the rerank order and why each unit was kept."""
-        query = _checked_query(query)
-        units_read = self.plan.units_read if units is None else _checked_units(units)
-        proposals, _ = self.proposals(query, units_read)
-        ranking = self.rank(query, proposals)
+    def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
+        """The context, with each channel's floor and proposals, the rerank order and why each
+        unit was kept, from one retrieval pass."""
+        context, proposals, ranking, units_read = self._retrieve(query, units)
         floors = scaled_floors(self.plan.floors, units_read)
-        context = self.context(query, units)
-        return {
+        return context, {
             "units_read": units_read,
             "rerank": ranking.method,
             "graph_seeds": self._graph.seeds(query),

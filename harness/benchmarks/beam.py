@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from muster_exact.corpora import BEAM_CHAT_FILES, Store, beam_stores
+from muster_exact.corpora import Store, beam_chat_file, beam_stores
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +28,12 @@ class BEAM:
                 continue
             skipped = 0
             for conversation in sorted(p.name for p in scale_dir.iterdir() if p.is_dir()):
-                chat = next(
-                    (n for n in BEAM_CHAT_FILES if data.exists(f"beam/{scale}/{conversation}/{n}")), None
-                )
+                chat = beam_chat_file(scale_dir / conversation)
                 if chat is None:
                     skipped += 1
                     continue
                 # Check the files this conversation reads against the manifest.
-                data.path(f"beam/{scale}/{conversation}/{chat}")
+                data.path(f"beam/{scale}/{conversation}/{chat.name}")
                 data.path(f"beam/{scale}/{conversation}/probing_questions.json")
             if skipped:
                 log.warning("BEAM %s: %d conversations have no chat here and are skipped", scale, skipped)
