@@ -28,6 +28,11 @@ STAGES = {
     "contexts": "harness.stages.contexts",
     "merge": "harness.stages.merge",
     "tables": "harness.stages.tables",
+    "answer": "harness.stages.answer",
+    "judge": "harness.stages.judge",
+    "rescore": "harness.stages.rescore",
+    "audit": "harness.stages.audit",
+    "published": "harness.stages.published",
 }
 log = logging.getLogger("harness")
 

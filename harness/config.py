@@ -51,11 +51,40 @@ class SystemConfig:
 
 @dataclass
 class StageConfig:
-    name: str = MISSING  # contexts, merge, tables
+    name: str = MISSING  # contexts, merge, tables, answer, judge, rescore, audit
     shard: int = 0
     shards: int = 1
     progress: bool = True
     save_text: bool = False  # also write each context's text (large)
+    limit: int | None = None  # audit: the first N answers of each published file (quick runs)
+
+
+@dataclass
+class LLMConfig:
+    """An OpenAI-compatible endpoint and how to ask it (harness.llm.Endpoint)."""
+
+    model: str = MISSING
+    base_url: str | None = None  # None: api.openai.com; vLLM/Ollama/llama.cpp: http://HOST:PORT/v1
+    api_key_env: str | None = "OPENAI_API_KEY"  # the variable holding the key; '' for a keyless local server
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int | None = 0
+    timeout_s: float = 60.0
+    max_retries: int = 6
+    concurrency: int = 4
+    prompts: str = "official"  # official (the benchmark's own, pinned) or muster (this repo's own words)
+
+
+@dataclass
+class ReaderConfig(LLMConfig):
+    pass
+
+
+@dataclass
+class JudgeConfig(LLMConfig):
+    runs: int = 1  # judge each answer this many times (seed + run), scored by majority and by mean
+    official_quirks: bool = True  # BEAM: the official scorer's int() truncation and rank score, reported
+    errata: bool = False  # LoCoMo: also judge against the corrected golds of the locomo-audit errata
 
 
 @dataclass
@@ -64,6 +93,12 @@ class PathsConfig:
     results: str = "results/runs"
     tables: str = "results"
     manifests: str = "manifests"
+    # Replies of readers and judges, keyed by request SHA-256: reruns and resumes cost nothing.
+    llm_cache: str = "${oc.env:MUSTER_HOME,.cache/muster}/llm/responses.sqlite"
+    # Pinned third-party scorer files: a local mirror (<repo>/<commit>/<path>), then the fetch
+    # cache, then scorers_url (null: never fetch).
+    scorers_mirror: str | None = "${oc.env:MUSTER_SCORERS,null}"
+    scorers_url: str | None = "https://raw.githubusercontent.com"
 
 
 @dataclass
@@ -73,6 +108,8 @@ class RunConfig:
     models: ModelsConfig = field(default_factory=ModelsConfig)
     system: SystemConfig = field(default_factory=SystemConfig)
     stage: StageConfig = field(default_factory=StageConfig)
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     local: dict[str, Any] = field(default_factory=dict)
 
@@ -86,6 +123,8 @@ def register() -> None:
         ("models", ModelsConfig),
         ("system", SystemConfig),
         ("stage", StageConfig),
+        ("reader", ReaderConfig),
+        ("judge", JudgeConfig),
         ("paths", PathsConfig),
     ):
         store.store(group=f"schema/{group}", name="base", node=node)

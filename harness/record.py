@@ -75,6 +75,34 @@ def environment() -> dict[str, Any]:
     }
 
 
+def llm_stage(
+    stage: str,
+    config: Any,
+    repo: Path,
+    started: str,
+    models: dict[str, Any],
+    prompts: dict[str, Any],
+    pinned_files: dict[str, Any],
+    usage: dict[str, int],
+    **extra: Any,
+) -> dict[str, Any]:
+    """The record of a stage that asks a model: which models (``{"reader": ..., "judge": ...}``),
+    which prompt templates and pinned files (each with its SHA-256), what it cost."""
+    return {
+        "stage": stage,
+        "config": config,
+        **models,
+        "prompts": prompts,
+        "pinned_files": pinned_files,
+        "usage": usage,  # this invocation
+        **extra,
+        "git": git_state(repo),
+        "environment": environment(),
+        "started_utc": started,
+        "ended_utc": utc_now(),
+    }
+
+
 def write(path: Path, record: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **record}, indent=2, sort_keys=True) + "\n")

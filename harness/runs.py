@@ -22,6 +22,8 @@ from muster_exact import presets
 
 CONTEXTS = "contexts.jsonl"
 TIMINGS = "timings.jsonl"
+ANSWERS = "answers.jsonl"
+JUDGMENTS = "judgments.jsonl"
 
 
 def identity(cfg: DictConfig, system: str | None = None) -> dict[str, Any]:
@@ -61,6 +63,36 @@ def run_dir(cfg: DictConfig, system: str | None = None) -> Path:
     results = Path(cfg.paths.results)
     name = system or cfg.system.name
     return results / cfg.benchmark.name / cfg.preset.name / cfg.models.name / name / key(cfg, system)
+
+
+def _short_sha(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def answers_identity(cfg: DictConfig) -> dict[str, Any]:
+    """What decides the answers: the reader's model, endpoint, sampling and prompt set (not its
+    concurrency or retry settings, which change how fast, not what)."""
+    reader = cfg.reader
+    return {key: reader[key] for key in ("model", "base_url", "temperature", "max_tokens", "seed", "prompts")}
+
+
+def judge_identity(cfg: DictConfig) -> dict[str, Any]:
+    judge = cfg.judge
+    keys = ("model", "base_url", "temperature", "max_tokens", "seed", "prompts", "runs", "errata")
+    return {key: judge[key] for key in keys}
+
+
+def answers_dir(cfg: DictConfig) -> Path:
+    """``<contexts run>/answers/<reader model>-<key>``: one per reader setting."""
+    name = str(cfg.reader.model).replace("/", "_")
+    return run_dir(cfg) / "answers" / f"{name}-{_short_sha(answers_identity(cfg))}"
+
+
+def judge_dir(cfg: DictConfig) -> Path:
+    """``<answers>/judge/<judge model>-<key>``: one per judge setting."""
+    name = str(cfg.judge.model).replace("/", "_")
+    return answers_dir(cfg) / "judge" / f"{name}-{_short_sha(judge_identity(cfg))}"
 
 
 def contexts_name(shard: int, shards: int) -> str:

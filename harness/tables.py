@@ -120,3 +120,113 @@ def comparison(directories: dict[str, Path]) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows)
     return frame.dropna(axis=1, how="all")
+
+
+# --- judged answers ------------------------------------------------------------
+
+JUDGED = "judged"
+
+
+def judged_frame(directory: Path, benchmark: str, official_quirks: bool) -> pd.DataFrame:
+    """One row per judged question (in benchmark order), its metrics recomputed from the saved line."""
+    from harness import judging
+
+    rows = []
+    for line in sorted(runs.complete_lines(directory / runs.JUDGMENTS), key=lambda x: x["order"]):
+        rows.append(
+            {
+                "qid": line["qid"],
+                "store": line["store"],
+                "category": str(line["category"]),
+                "failed": float(line.get("answer") is None),
+                "judge_failed": float(bool(line.get("judge_failures"))),
+                **judging.question_metrics(benchmark, line, official_quirks),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _metric_columns(frame: pd.DataFrame) -> list[str]:
+    fixed = {"qid", "store", "category", "failed", "judge_failed"}
+    return [c for c in frame.columns if c not in fixed and frame[c].notna().any()]
+
+
+def summarise_judged(frame: pd.DataFrame, clustered: bool) -> pd.DataFrame:
+    """Per category and 'all': n, failures, each metric's mean and 95% bootstrap interval.
+
+    ``clustered`` (BEAM): a category's value is the mean over conversations of
+    the conversation's mean, 'all' the mean over categories, as BEAM reports;
+    the interval resamples conversations.
+    """
+    out = []
+    categories = sorted(frame["category"].unique(), key=_category_key)
+    for name in ["all", *categories]:
+        group = frame if name == "all" else frame[frame["category"] == name]
+        row: dict[str, object] = {
+            "category": name,
+            "n": len(group),
+            "failed": int(group["failed"].sum()),
+            "judge_failed": int(group["judge_failed"].sum()),
+        }
+        for metric in _metric_columns(frame):
+            values = group[["store", "category", metric]].dropna()
+            if values.empty:
+                row[metric], row[f"{metric}_ci"] = None, None
+                continue
+            if clustered:
+                mean = _two_level_mean(values, metric)
+                low, high = _cluster_ci(values, metric)
+            else:
+                mean = float(values[metric].mean())
+                low, high = bootstrap_ci(values[metric].astype(float).tolist())
+            row[metric] = round(mean, 4)
+            row[f"{metric}_ci"] = f"[{low:.4f}, {high:.4f}]"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _category_key(value: str) -> tuple[int, str]:
+    return (0, f"{int(value):06d}") if value.isdigit() else (1, value)
+
+
+def _two_level_mean(values: pd.DataFrame, metric: str) -> float:
+    """Mean per category within each conversation, then across conversations, then across categories."""
+    per_conversation = values.groupby(["category", "store"])[metric].mean()
+    per_category = per_conversation.groupby(level="category").mean()
+    return float(per_category.mean())
+
+
+def _cluster_ci(values: pd.DataFrame, metric: str, seed: int = SEED) -> tuple[float, float]:
+    stores = sorted(values["store"].unique())
+    by_store = {store: values[values["store"] == store] for store in stores}
+    rng = np.random.default_rng(seed)
+    estimates = []
+    for _ in range(BOOTSTRAP):
+        picks = rng.integers(0, len(stores), size=len(stores))
+        sample = pd.concat(
+            [by_store[stores[i]].assign(store=f"{stores[i]}#{k}") for k, i in enumerate(picks)]
+        )
+        estimates.append(_two_level_mean(sample, metric))
+    low, high = np.percentile(estimates, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def write_judged_tables(
+    directory: Path, benchmark: str, official_quirks: bool, out_dir: Path | None = None
+) -> str:
+    """``judged.csv`` and ``judged.md`` (per category, intervals) from the saved judgments alone."""
+    out_dir = out_dir or directory
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = judged_frame(directory, benchmark, official_quirks)
+    summary = summarise_judged(frame, clustered=benchmark == "beam")
+    summary.to_csv(out_dir / f"{JUDGED}.csv", index=False)
+    quirks = ""
+    if benchmark == "beam":
+        state = "on" if official_quirks else "off"
+        quirks = (
+            f"\nOfficial-scorer quirks {state}: `rubric_official` truncates 0.5 to 0 for every ability "
+            "but event_ordering, as the official code does; `rubric` keeps the judge's scores.\n"
+        )
+    text = f"# Judged answers: {benchmark}\n{quirks}\n{markdown(summary)}"
+    (out_dir / f"{JUDGED}.md").write_text(text, encoding="utf-8")
+    return text

@@ -84,7 +84,7 @@ def test_contexts_for_every_benchmark_match_the_golden_hashes(tiny: Path) -> Non
     )
     assert parquet.returncode == 0, parquet.stderr[-3000:]
     got["mab:Accurate_Retrieval"] = hashes(contexts_file(tiny, "mab", results="runs-parquet"))
-    assert len(got["locomo"]) == 22 and len(got["locomo_refined"]) == 20 and len(got["beam"]) == 6
+    assert len(got["locomo"]) == 22 and len(got["locomo_refined"]) == 20 and len(got["beam"]) == 8
     assert set(got["mab:Accurate_Retrieval"]) == {"ar_tiny_0", "ar_tiny_1", "ar_tiny_2"}
     if os.environ.get("MUSTER_UPDATE_GOLDEN") == "1":
         GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
@@ -149,7 +149,7 @@ def test_both_launchers_and_the_side_by_side_table(tiny: Path) -> None:
     )
     assert submitit.returncode == 0, submitit.stderr[-3000:]
     for system in ("muster", "bm25", "full_context", "dense", "no_graph"):
-        assert len(contexts_file(tiny, "beam", system, results="runs-sweep").read_text().splitlines()) == 6
+        assert len(contexts_file(tiny, "beam", system, results="runs-sweep").read_text().splitlines()) == 8
     budgets = [
         json.loads(x)["budget"]
         for x in contexts_file(tiny, "beam", "bm25", "runs-sweep").read_text().splitlines()

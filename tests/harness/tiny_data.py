@@ -100,6 +100,14 @@ def beam_questions() -> dict:
         "abstention": [
             {"question": "What is my cat's name?", "ideal_response": "Not stated", "rubric": ["abstains"]}
         ],
+        "event_ordering": [
+            {
+                "question": "In what order did I mention the violin, the garden and the bakery?",
+                "answer": "violin, garden, bakery",
+                "rubric": ["the violin", "the garden", "the bakery"],
+                "source_chat_ids": [0, 2, 4],
+            }
+        ],
     }
 
 

@@ -1,0 +1,228 @@
+"""Stage ``answer``: a reader answers each question from its saved context.
+
+Reads the contexts run (``stage=contexts`` with the same benchmark, preset,
+models and system must have run), rebuilds each question's context through
+the library and checks it against the saved SHA-256 (so the reader sees
+exactly the context whose hash is pinned), asks the reader with the
+benchmark's answer prompt, and appends one line per question to
+``answers.jsonl``: the answer, the request's SHA-256, token usage, and a
+``failure`` when the reader gave nothing usable. A rerun resumes; replies
+come from the response cache, so a finished question costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from harness import benchmarks, llm, record, runs, systems
+from harness.data import DataRoot
+from harness.pinned import PinnedFiles, describe
+from harness.prompts import PromptSet, Template
+from harness.prompts import load as load_prompts
+from harness.stages.contexts import memory_for
+from muster_exact.corpora import Question, Store
+from muster_exact.errors import MusterError
+
+log = logging.getLogger(__name__)
+
+# LoCoMo asks its adversarial questions as a choice between "not mentioned" and the trap answer.
+NOT_MENTIONED = "Not mentioned in the conversation"
+
+
+class StageOrderError(MusterError):
+    """A stage needs the output of an earlier one that has not run."""
+
+
+@dataclass(frozen=True)
+class Job:
+    order: list[int]
+    store: str
+    question: Question
+    context_sha256: str
+    context: str
+
+
+def pinned_files(cfg: DictConfig) -> PinnedFiles:
+    mirror = cfg.paths.scorers_mirror
+    return PinnedFiles(
+        Path(cfg.paths.manifests) / "scorers.json",
+        mirror=Path(mirror) if mirror else None,
+        base_url=cfg.paths.scorers_url or None,
+    )
+
+
+def answer_template(
+    prompts: PromptSet, benchmark: str, question: Question
+) -> tuple[Template, dict[str, str]]:
+    """The template and its values for one question, as the benchmark asks it."""
+    values = {"question": question.text}
+    if benchmark == "locomo" and question.category == "2":
+        return prompts.get("answer_temporal"), values
+    if benchmark == "locomo" and question.category == "5":
+        trap = question.gold[0] if question.gold else ""
+        # Which option comes first is fixed per question (not random per run): reruns ask the same.
+        first = int(hashlib.sha256(question.id.encode()).hexdigest(), 16) % 2 == 0
+        a, b = (NOT_MENTIONED, trap) if first else (trap, NOT_MENTIONED)
+        return prompts.get("answer_choice"), {**values, "option_a": a, "option_b": b}
+    if benchmark == "mab" and (dataset := prompts.dataset(question.category)):
+        return prompts.get(f"answer:{dataset}"), values
+    return prompts.get("answer"), values
+
+
+def choice_answer(reply: str, options: dict[str, str]) -> str:
+    """LoCoMo's adversarial choice: a bare "a" / "(a)" reply stands for that option's text."""
+    letter = reply.strip().lower().strip("().")
+    if letter == "a" and "option_a" in options:
+        return options["option_a"]
+    if letter == "b" and "option_b" in options:
+        return options["option_b"]
+    return reply
+
+
+def saved_contexts(directory: Path) -> dict[str, dict[str, Any]]:
+    lines = {line["qid"]: line for line in runs.complete_lines(directory / runs.CONTEXTS)}
+    if not lines:
+        raise StageOrderError(
+            f"no contexts at {directory / runs.CONTEXTS}; run stage=contexts first with the same "
+            "benchmark, preset, models and system"
+        )
+    return lines
+
+
+def jobs(
+    cfg: DictConfig, stores: list[Store], saved: dict[str, dict[str, Any]], done: set[str]
+) -> Iterator[Job]:
+    """Questions still to answer, with their contexts (rebuilt and checked against the saved hash)."""
+    system = systems.check(cfg.system.name)
+    for store in stores:
+        todo = [q for q in store.questions if q.id not in done]
+        if not todo:
+            continue
+        missing = [q.id for q in todo if q.id not in saved]
+        if missing:
+            raise StageOrderError(
+                f"{len(missing)} questions of {store.name} have no saved context (e.g. {missing[0]}); "
+                "finish stage=contexts first"
+            )
+        memory = None
+        for question in todo:
+            line = saved[question.id]
+            text = line.get("text")
+            if text is None:
+                if memory is None:
+                    memory, _, _ = memory_for(store, cfg, None)
+                text = systems.context(memory, system, question.text)[0].text
+            sha = hashlib.sha256(text.encode()).hexdigest()
+            if sha != line["sha256"]:
+                raise MusterError(
+                    f"{question.id}: the context rebuilt now has SHA-256 {sha[:12]}..., the saved one "
+                    f"{line['sha256'][:12]}...; the code or data changed since stage=contexts ran: rerun it"
+                )
+            yield Job(list(line["order"]), store.name, question, sha, text)
+
+
+def run(cfg: DictConfig, repo: Path) -> Path:
+    endpoint = llm.endpoint_from(cfg.reader)
+    llm.check_ready(endpoint)
+    saved = saved_contexts(runs.run_dir(cfg))  # cheap checks first
+    pinned = pinned_files(cfg)
+    prompts = load_prompts(cfg.reader.prompts, cfg.benchmark.name, pinned)
+    data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
+    benchmark = benchmarks.load(cfg.benchmark.name)
+    stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
+    directory = runs.answers_dir(cfg)
+    directory.mkdir(parents=True, exist_ok=True)
+    out_path = directory / runs.ANSWERS
+    done = {line["qid"] for line in runs.complete_lines(out_path)}
+    total = sum(len(s.questions) for s in stores)
+    client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
+    started = record.utc_now()
+
+    def ask(job: Job) -> tuple[Template, dict[str, str], llm.Reply | llm.Failure]:
+        template, values = answer_template(prompts, cfg.benchmark.name, job.question)
+        messages = template.messages(context=job.context, **values)
+        return template, values, client.ask(messages, template.json_reply)
+
+    written = 0
+    try:
+        with out_path.open("a", encoding="utf-8") as out:
+            progress = tqdm(
+                total=total, initial=len(done), desc="answer", unit="q", disable=not cfg.stage.progress
+            )
+            for job, (template, values, outcome) in llm.run_bounded(
+                jobs(cfg, stores, saved, done), ask, endpoint.concurrency
+            ):
+                out.write(json.dumps(answer_line(job, template, values, outcome), ensure_ascii=False) + "\n")
+                out.flush()
+                written += 1
+                progress.update()
+            progress.close()
+    finally:
+        client.cache.close()
+        record.write(
+            directory / "run.json",
+            record.llm_stage(
+                "answer",
+                OmegaConf.to_container(cfg, resolve=True),
+                repo,
+                started,
+                {"reader": endpoint.describe()},
+                prompts.describe(),
+                describe(pinned),
+                client.usage.to_dict(),
+                contexts_run=str(runs.run_dir(cfg)),
+                totals=answer_totals(out_path),  # the whole answers file, over every resume
+                counts={"questions": total, "answered_now": written, "resumed": len(done)},
+            ),
+        )
+    log.info("%s: %d answers written, %d resumed; %s", directory, written, len(done), client.usage.to_dict())
+    return directory
+
+
+def answer_totals(path: Path) -> dict[str, int]:
+    """Questions, failures, requests sent (not from the cache) and tokens, over the answers file."""
+    totals = {"questions": 0, "failed": 0, "requests_sent": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for line in runs.complete_lines(path):
+        totals["questions"] += 1
+        totals["failed"] += int(bool(line.get("failure")))
+        totals["requests_sent"] += int(line.get("cached") is False)
+        totals["prompt_tokens"] += int(line.get("prompt_tokens") or 0)
+        totals["completion_tokens"] += int(line.get("completion_tokens") or 0)
+    return totals
+
+
+def answer_line(
+    job: Job, template: Template, values: dict[str, str], outcome: llm.Reply | llm.Failure
+) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "order": job.order,
+        "qid": job.question.id,
+        "store": job.store,
+        "category": job.question.category,
+        "context_sha256": job.context_sha256,
+        "template": template.name,
+        "template_sha256": template.sha256,
+        "request_sha256": outcome.request_sha256,
+    }
+    if isinstance(outcome, llm.Failure):
+        return {**line, "answer": None, "failure": outcome.reason}
+    reply = outcome.text.strip()
+    answer = choice_answer(reply, values)
+    if answer != reply:  # a letter for a choice: keep what was said, score the option it names
+        line["reply"] = reply
+    return {
+        **line,
+        "answer": answer,
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+        "cached": outcome.cached,
+    }
