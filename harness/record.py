@@ -103,6 +103,14 @@ def llm_stage(
     }
 
 
+def usage_total(path: Path, usage: dict[str, int]) -> dict[str, int]:
+    """This invocation's usage added to what the record at ``path`` counted before (resumed runs)."""
+    before: dict[str, int] = {}
+    if path.is_file():
+        before = json.loads(path.read_text()).get("usage_total") or {}
+    return {key: int(before.get(key, 0)) + int(value) for key, value in usage.items()}
+
+
 def write(path: Path, record: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **record}, indent=2, sort_keys=True) + "\n")

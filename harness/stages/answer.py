@@ -181,6 +181,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 client.usage.to_dict(),
                 contexts_run=str(runs.run_dir(cfg)),
                 totals=answer_totals(out_path),  # the whole answers file, over every resume
+                usage_total=record.usage_total(directory / "run.json", client.usage.to_dict()),
                 counts={"questions": total, "answered_now": written, "resumed": len(done)},
             ),
         )

@@ -216,6 +216,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 client.usage.to_dict(),
                 answers_run=str(runs.answers_dir(cfg)),
                 scorers=_scorer_files(),
+                usage_total=record.usage_total(directory / "run.json", client.usage.to_dict()),
                 counts={"answers": len(answers), "judged_now": written, "resumed": len(done)},
             ),
         )

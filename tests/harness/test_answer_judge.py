@@ -148,6 +148,13 @@ def test_answer_judge_rescore_on_every_benchmark(tiny: Path, benchmark: str) -> 
     usage = reader_record["usage"]
     assert usage["requests_cached"] == len(answers) and usage["requests_sent"] == 0  # the rerun's record
     assert usage["prompt_tokens"] > 0
+    # Over every invocation: the first sent all, the resume nothing, the rerun read all from the cache.
+    total = reader_record["usage_total"]
+    assert total["requests_sent"] == len({a["request_sha256"] for a in answers})  # each distinct one once
+    assert total["requests_sent"] + total["requests_cached"] == 2 * len(answers)
+    assert reader_record["totals"]["questions"] == len(answers)
+    # FactConsolidation is scored by substring match alone: no judge request there.
+    assert (record["usage_total"]["requests_sent"] > 0) == (benchmark != "mab")
 
 
 def test_judged_metrics_per_benchmark(tiny: Path) -> None:
