@@ -6,16 +6,9 @@ F1 = 2PR / (P + R) with P = common / predicted tokens, R = common / gold tokens.
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from harness.scorers import locomo
-
-needs_nltk = pytest.mark.skipif(
-    importlib.util.find_spec("nltk") is None, reason="LoCoMo token F1 stems with nltk (pip install nltk)"
-)
-
 
 # ---------------------------------------------------------------- normalisation (no stemming)
 
@@ -38,7 +31,6 @@ def test_normalise(text: str, expected: str) -> None:
     assert locomo.normalise(text) == expected
 
 
-@needs_nltk
 def test_tokens_are_porter_stemmed() -> None:
     assert locomo.stemmed_tokens("Running paintings, painted dogs") == ["run", "paint", "paint", "dog"]
 
@@ -46,7 +38,6 @@ def test_tokens_are_porter_stemmed() -> None:
 # ---------------------------------------------------------------- categories 2, 3, 4: plain F1
 
 
-@needs_nltk
 def test_stemming_makes_inflections_match() -> None:
     # pred [she, paint, sunset], gold [paint, sunset]: common 2, P=2/3, R=2/2, F1=2*(2/3)*1/(2/3+1)=0.8
     assert locomo.score("She painted sunsets", "painting sunsets", "4") == pytest.approx(0.8)
@@ -54,25 +45,21 @@ def test_stemming_makes_inflections_match() -> None:
     assert locomo.score("She painted sunsets", "painting sunsets", 2) == pytest.approx(0.8)
 
 
-@needs_nltk
 def test_articles_and_and_are_not_counted() -> None:
     # pred "The dog and the cat" -> [dog, cat], gold "a cat" -> [cat]: common 1, P=1/2, R=1/1, F1=2/3
     assert locomo.score("The dog and the cat", "a cat", 4) == pytest.approx(2 / 3)
 
 
-@needs_nltk
 def test_commas_and_punctuation_are_ignored() -> None:
     # pred [pari, franc], gold [pari, franc]: common 2, P=R=1, F1=1
     assert locomo.score("Paris, France!", "paris france", 4) == pytest.approx(1.0)
 
 
-@needs_nltk
 def test_common_tokens_count_with_multiplicity() -> None:
     # pred [cat, cat, cat], gold [cat]: common min(3,1)=1, P=1/3, R=1, F1=2*(1/3)/(4/3)=0.5
     assert locomo.score("cat cat cat", "cat", 4) == pytest.approx(0.5)
 
 
-@needs_nltk
 def test_no_overlap_and_empty_prediction_score_zero() -> None:
     assert locomo.score("Berlin", "Paris", 4) == 0.0
     assert locomo.score("", "Paris", 2) == 0.0
@@ -80,14 +67,12 @@ def test_no_overlap_and_empty_prediction_score_zero() -> None:
     assert locomo.score("the and a", "Paris", 4) == 0.0
 
 
-@needs_nltk
 def test_int_gold_is_str_converted() -> None:
     # gold 2022 -> "2022": pred [in, 2022], gold [2022]: common 1, P=1/2, R=1, F1=2/3
     assert locomo.score("in 2022", 2022, 2) == pytest.approx(2 / 3)
     assert locomo.score("2022", 2022, "2") == pytest.approx(1.0)
 
 
-@needs_nltk
 def test_category_3_gold_is_cut_at_first_semicolon() -> None:
     # gold "Likely yes; she mentioned it" -> "Likely yes" -> [like, ye]; pred "yes" -> [ye]
     # common 1, P=1/1, R=1/2, F1=2*1*0.5/1.5=2/3
@@ -99,7 +84,6 @@ def test_category_3_gold_is_cut_at_first_semicolon() -> None:
 # ---------------------------------------------------------------- category 1: multi-hop
 
 
-@needs_nltk
 def test_multi_hop_averages_best_match_per_gold_part() -> None:
     # gold parts [Paris, Rome, Berlin]; prediction parts [Rome, Paris]
     # Paris: best 1 (vs "Paris"); Rome: best 1 (vs "Rome"); Berlin: 0 -> mean (1+1+0)/3 = 2/3
@@ -109,7 +93,6 @@ def test_multi_hop_averages_best_match_per_gold_part() -> None:
     assert locomo.score("Rome, Paris", "Paris, Rome, Berlin", 4) == pytest.approx(0.8)
 
 
-@needs_nltk
 def test_multi_hop_partial_part_match() -> None:
     # gold parts ["red car", "green boat"]; prediction parts ["a red car", "blue boat"]
     # "red car": vs [red, car] -> 1
@@ -118,7 +101,6 @@ def test_multi_hop_partial_part_match() -> None:
     assert locomo.score("a red car, blue boat", "red car, green boat", 1) == pytest.approx(0.75)
 
 
-@needs_nltk
 def test_multi_hop_trailing_comma_adds_an_empty_gold_part() -> None:
     # gold "Paris," -> parts ["Paris", ""]: Paris 1, "" 0 -> mean 0.5 (as upstream)
     assert locomo.score("Paris", "Paris,", 1) == pytest.approx(0.5)
