@@ -20,6 +20,7 @@ from muster_exact.errors import (
 from muster_exact.explain import explain
 from muster_exact.plan import Plan
 from muster_exact.records import Source, from_records, from_text, read_file
+from muster_exact.store import Store, StoreError
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,8 @@ __all__ = [
     "PlanError",
     "ResourceMissing",
     "Source",
+    "Store",
+    "StoreError",
     "analyse",
     "build",
     "derive",

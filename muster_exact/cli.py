@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from muster_exact import __version__, tokens, verify
 from muster_exact.derive import derive
@@ -29,9 +30,22 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
     from muster_exact.memory import build
 
-    memory = build(
-        read_file(Path(args.file)), preset=args.preset, models=args.models, mode=args.mode, units=args.units
-    )
+    if args.store:
+        if args.question is not None:
+            raise InputError('with --store, give only the question: muster query --store F "QUESTION"')
+        args.question = args.file
+        store = _open_store(args)
+        memory = store.memory()
+    else:
+        if args.question is None:
+            raise InputError("give a file and a question (muster query FILE QUESTION), or --store F QUESTION")
+        memory = build(
+            read_file(Path(args.file)),
+            preset=args.preset,
+            models=args.models,
+            mode=args.mode,
+            units=args.units,
+        )
     if args.explain:
         context, details = memory.explain_query(args.question, units=args.units)
     else:
@@ -47,6 +61,52 @@ def _cmd_query(args: argparse.Namespace) -> int:
         print(_render_query_explain(details, context.tokens))
         print("--- context ---")
     print(context.text)
+    return 0
+
+
+def _open_store(args: argparse.Namespace) -> Any:
+    from muster_exact.store import Store
+
+    return Store.open(args.store, args.namespace, preset=getattr(args, "preset", None), models=args.models)
+
+
+def _cmd_add(args: argparse.Namespace) -> int:
+    import json
+
+    from muster_exact.store import read_records_file
+
+    records = read_records_file(args.file, sys.stdin.read)
+    with _open_store(args) as store:
+        result = store.add(records, request_id=args.request_id)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        state = "already applied; nothing written" if result.replayed else "added"
+        print(
+            f"{result.added} records {state} (namespace {result.head.namespace}: "
+            f"{result.head.records} records, head {result.head.sha256[:12]})"
+        )
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    import json
+
+    with _open_store(args) as store:
+        head = store.head()
+        info = {
+            "path": str(store.path),
+            "namespaces": store.namespaces(),
+            "head": head.to_dict(),
+            "plan": store.plan().to_dict() if head.records else None,
+        }
+        if args.json:
+            print(json.dumps(info, indent=2, ensure_ascii=False))
+            return 0
+        print(f"store {info['path']}; namespaces: {', '.join(info['namespaces']) or '(none)'}")
+        print(f"namespace {head.namespace}: {head.records} records, head {head.sha256}")
+        if head.records:
+            print(store.explain())
     return 0
 
 
@@ -142,9 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("native", "exact"), default="native")
     p.set_defaults(run=_cmd_derive)
 
-    p = commands.add_parser("query", help="build a memory from FILE and print the context for QUESTION")
-    p.add_argument("file", help="a .txt file, or .json/.jsonl records")
-    p.add_argument("question")
+    p = commands.add_parser(
+        "query", help="the context for QUESTION from FILE (built now) or from a store (--store F QUESTION)"
+    )
+    p.add_argument(
+        "file", metavar="FILE", help="a .txt file, or .json/.jsonl records (with --store: the question)"
+    )
+    p.add_argument("question", nargs="?", metavar="QUESTION")
+    p.add_argument("--store", help="read from this MUSTER store file instead of FILE")
+    p.add_argument("--namespace", default="default", help="the store's namespace (default: default)")
     p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
     p.add_argument("--models", help="model profile: cpu-small or paper (default: $MUSTER_MODELS, else paper)")
     p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
@@ -154,6 +220,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print plan and context as JSON")
     p.set_defaults(run=_cmd_query)
+
+    p = commands.add_parser("add", help="add records to a store (one transaction; no model is called)")
+    p.add_argument(
+        "file", nargs="?", default="-", help=".json array, .jsonl, or text (blank-line blocks); - for stdin"
+    )
+    p.add_argument("--store", required=True, help="the store file (created when missing)")
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--request-id", help="apply this add once: a retry with the same id writes nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_cmd_add, models=None)
+
+    p = commands.add_parser("info", help="a store's namespaces, head and plan")
+    p.add_argument("--store", required=True)
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--preset", help="the preset reads use (it shapes the plan)")
+    p.add_argument("--models", help="model profile reads use")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_cmd_info)
 
     p = commands.add_parser("presets", help="list the frozen presets and what each fixes")
     p.set_defaults(run=_cmd_presets)

@@ -28,7 +28,7 @@ from muster_exact.models import Models, load_embedder, load_reranker, profile
 from muster_exact.plan import Mode, Plan, Retrieval
 from muster_exact.rerank import CROSS_ENCODER, RRF, Ranking, cross_encode, fuse
 from muster_exact.select import scaled_floors, select
-from muster_exact.vectors import VectorCache, default_path, embed_cached
+from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_cached
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +54,20 @@ def _cache(cache: VectorCache | Path | str | bool | None) -> VectorCache:
 class Memory:
     """A built store: its plan, its cut, and the indexes each channel reads."""
 
-    def __init__(self, plan: Plan, cut: Cut, models: Models, cache: VectorCache, timings: dict[str, float]):
+    def __init__(
+        self,
+        plan: Plan,
+        cut: Cut,
+        models: Models,
+        cache: VectorCache,
+        timings: dict[str, float],
+        scores: ScoreCache | None = None,
+    ):
         self.plan = plan
         self.cut = cut
         self.models = models
         self.timings = timings
-        texts = [cut.retrieval_text(u) for u in cut.units]
+        texts = unit_texts(cut)
 
         started = time.perf_counter()
         self._bm25 = BM25Channel(texts)
@@ -87,12 +95,18 @@ class Memory:
         self.timings["embed"] = time.perf_counter() - started
         self._dense = DenseChannel(vectors, self._embedder)
         self._reranker = load_reranker(models.reranker) if models.reranker else None
+        self._scores = scores
+        self.scored = 0  # cross-encoder pairs computed (not read from the score cache)
         self._texts = texts
         counted = tokens.count_many([cut.text(u) for u in cut.units if u.tokens is None])
         missing = iter(counted)
         # Each unit's own token count (what a token budget spends on it).
         self.unit_tokens = [u.tokens if u.tokens is not None else next(missing) for u in cut.units]
         log.info("built %s: %d units, %d newly embedded", plan.branch, len(texts), self.embedded)
+
+    @property
+    def unit_texts(self) -> list[str]:
+        return list(self._texts)
 
     def channel(self, name: str) -> DenseChannel | BM25Channel | GraphChannel:
         channels: dict[str, DenseChannel | BM25Channel | GraphChannel] = {
@@ -114,7 +128,16 @@ class Memory:
     def rank(self, query: str, proposals: list[Proposals]) -> Ranking:
         if self._reranker is None:
             return fuse(proposals)
-        return cross_encode(query, proposals, self._texts.__getitem__, self._reranker.score)
+        if self._scores is None:
+            return cross_encode(query, proposals, self._texts.__getitem__, self._reranker.score)
+        reranker, scores = self._reranker, self._scores
+
+        def cached(q: str, texts: list[str]) -> list[float]:
+            values, computed = scores.scored(reranker.model_id, q, texts, reranker.score)
+            self.scored += computed
+            return values
+
+        return cross_encode(query, proposals, self._texts.__getitem__, cached)
 
     def context(self, query: str, units: int | None = None) -> Context:
         """The context for ``query``: U units (default: the plan's), assembled."""
@@ -169,7 +192,7 @@ def _checked_units(units: int) -> int:
     return units
 
 
-def build(
+def planned(
     data: Any,
     preset: str | None = None,
     models: str | Models | None = None,
@@ -177,15 +200,9 @@ def build(
     mode: Mode | None = None,
     units: int | None = None,
     policy: Literal["flrs", "flr"] | None = None,
-    cache: VectorCache | Path | str | bool | None = None,
-) -> Memory:
-    """Build a memory from text, records, a Path or a Source.
-
-    ``preset`` (e.g. ``"beam.u20"``) fixes U, budgets, policy, models and exact
-    mode; ``models`` overrides the model profile (``"cpu-small"``, ``"paper"``
-    or a :class:`Models`); ``cache`` is the vector cache (default: a SQLite
-    file under $MUSTER_HOME; ``False``: memory only).
-    """
+) -> tuple[Plan, Cut, Models, dict[str, float]]:
+    """What :func:`build` derives before any model runs: the plan (with its retrieval settings),
+    the cut, the model profile and the derive timings. Cheap: no model is loaded."""
     fixed = presets.load(preset) if preset else None
     chosen_models = profile(models or (fixed.models if fixed else default_models()))
     chosen_mode: Mode = mode or ("exact" if fixed else "native")
@@ -211,4 +228,32 @@ def build(
         rerank=CROSS_ENCODER if chosen_models.reranker else RRF,
     )
     plan = dataclasses.replace(plan, units_read=units_read, retrieval=retrieval)
-    return Memory(plan, derived.cut, chosen_models, _cache(cache), dict(derived.timings))
+    return plan, derived.cut, chosen_models, dict(derived.timings)
+
+
+def unit_texts(cut: Cut) -> list[str]:
+    """The text each unit is embedded, indexed and reranked by (the caches' keys hash these)."""
+    return [cut.retrieval_text(u) for u in cut.units]
+
+
+def build(
+    data: Any,
+    preset: str | None = None,
+    models: str | Models | None = None,
+    *,
+    mode: Mode | None = None,
+    units: int | None = None,
+    policy: Literal["flrs", "flr"] | None = None,
+    cache: VectorCache | Path | str | bool | None = None,
+    scores: ScoreCache | None = None,
+) -> Memory:
+    """Build a memory from text, records, a Path or a Source.
+
+    ``preset`` (e.g. ``"beam.u20"``) fixes U, budgets, policy, models and exact
+    mode; ``models`` overrides the model profile (``"cpu-small"``, ``"paper"``
+    or a :class:`Models`); ``cache`` is the vector cache (default: a SQLite
+    file under $MUSTER_HOME; ``False``: memory only); ``scores`` caches
+    cross-encoder scores (the Store keeps both in its file).
+    """
+    plan, cut, chosen_models, timings = planned(data, preset, models, mode=mode, units=units, policy=policy)
+    return Memory(plan, cut, chosen_models, _cache(cache), timings, scores)

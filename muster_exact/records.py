@@ -189,13 +189,14 @@ def read_file(path: str | Path) -> Source:
         ) from None
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return from_records(_jsonl(text, path))
+        return from_records(parse_jsonl(text, path))
     if suffix == ".json":
         return from_records(_json_array(text, path))
     return from_text(text)
 
 
-def _jsonl(text: str, path: Path) -> list[Any]:
+def parse_jsonl(text: str, path: Path | str) -> list[Any]:
+    """One JSON value per non-blank line; an error names the line."""
     items = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():

@@ -78,6 +78,67 @@ class VectorCache:
             self._db.close()
 
 
+SCORES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rerank_scores (
+    model TEXT NOT NULL,
+    query_sha256 TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    score REAL NOT NULL,
+    PRIMARY KEY (model, query_sha256, text_sha256)
+) WITHOUT ROWID;
+"""
+
+
+class ScoreCache:
+    """Cross-encoder scores by (model, query hash, unit text hash): a repeated question costs no
+    cross-encoder call, in this process or the next."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, check_same_thread=False)
+        if path is not None:
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(SCORES_SCHEMA)
+
+    def scored(
+        self, model: str, query: str, texts: Sequence[str], score: Callable[[str, list[str]], list[float]]
+    ) -> tuple[list[float], int]:
+        """Scores for ``texts`` against ``query`` (in order) and how many had to be computed."""
+        query_key = text_key(query)
+        keys = [text_key(t) for t in texts]
+        found: dict[str, float] = {}
+        with self._lock:
+            unique = sorted(set(keys))
+            for first in range(0, len(unique), _CHUNK):
+                chunk = unique[first : first + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    self._db.execute(
+                        "SELECT text_sha256, score FROM rerank_scores WHERE model = ? AND query_sha256 = ? "
+                        f"AND text_sha256 IN ({marks})",
+                        [model, query_key, *chunk],
+                    )
+                )
+        first_index: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found and key not in first_index:
+                first_index[key] = i
+        if first_index:
+            fresh = score(query, [texts[i] for i in first_index.values()])
+            new = dict(zip(first_index, fresh, strict=True))
+            with self._lock, self._db:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)",
+                    [(model, query_key, key, float(value)) for key, value in new.items()],
+                )
+            found.update(new)
+        return [found[k] for k in keys], len(first_index)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
 def embed_cached(
     texts: Sequence[str],
     model_id: str,

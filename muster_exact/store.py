@@ -1,0 +1,688 @@
+"""``Store``: a memory that grows, in one SQLite file.
+
+    with Store.open("agent.muster", models="cpu-small") as store:
+        store.add({"speaker": "Caroline", "time": "2023-05-08", "text": "I moved to Lisbon."},
+                  request_id="turn-1")
+        print(store.context("Where does Caroline live?").text)
+
+* ``add`` validates first, then writes every given record in one
+  transaction and calls no model. A ``request_id`` seen before returns the
+  original result and writes nothing (retries are safe, also from two
+  processes at once: writers are serialised by SQLite).
+* The next read re-derives the plan over all records and builds exactly what
+  a fresh :func:`muster_exact.build` of the same records builds; unit vectors
+  and cross-encoder scores live in the same file, keyed by model and text
+  SHA-256, so only unit texts never seen before are embedded, in this process
+  or any later one.
+* ``delete`` removes records and every cached trace of them: vectors and
+  scores of units that no longer exist are dropped, deleted pages are zeroed
+  (``secure_delete``) and the write-ahead log is truncated. A request whose
+  records were deleted stays applied: retrying it does not bring them back.
+* Namespaces: one file holds independent memories (``namespace="user-42"``);
+  a read sees only its own.
+
+The file is WAL-mode SQLite with a versioned schema (``meta.schema_version``)
+and migrations applied on open; a file from a newer MUSTER is refused, as is
+a file that is not a MUSTER store. A killed process leaves each ``add``
+either whole or absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from muster_exact.errors import InputError, MusterError
+from muster_exact.records import SPEAKER_KEYS, TEXT_KEYS, TIME_KEYS, parse_jsonl
+
+if TYPE_CHECKING:
+    from muster_exact.assemble import Context
+    from muster_exact.memory import Memory
+    from muster_exact.plan import Plan
+
+log = logging.getLogger(__name__)
+
+APPLICATION = "muster-store"
+SCHEMA_VERSION = 1
+DEFAULT_NAMESPACE = "default"
+MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
+MAX_ADD_CHARS = 64_000_000  # one add call
+MAX_ID_CHARS = 512
+_EMPTY_HEAD = hashlib.sha256(b"muster-store").hexdigest()
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE records (
+    namespace TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    request_id TEXT,
+    added_utc REAL NOT NULL,
+    PRIMARY KEY (namespace, seq),
+    UNIQUE (namespace, id)
+);
+CREATE INDEX records_by_request ON records (namespace, request_id);
+CREATE TABLE requests (
+    namespace TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (namespace, request_id)
+);
+CREATE TABLE heads (
+    namespace TEXT PRIMARY KEY,
+    records INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    sha256 TEXT NOT NULL
+);
+CREATE TABLE unit_keys (
+    namespace TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (namespace, sha256)
+) WITHOUT ROWID;
+"""
+
+# schema version N -> the SQL that brings a version N file to N + 1 (none yet: version 1 is the first).
+MIGRATIONS: dict[int, str] = {}
+
+
+class StoreError(MusterError):
+    """The file is not a usable MUSTER store (not one, a newer schema, a missing directory)."""
+
+
+@dataclass(frozen=True)
+class Head:
+    """The current version of one namespace: record count, last sequence number, content hash."""
+
+    namespace: str
+    records: int
+    last_seq: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "records": self.records,
+            "last_seq": self.last_seq,
+            "sha256": self.sha256,
+        }
+
+
+@dataclass(frozen=True)
+class AddResult:
+    request_id: str | None
+    ids: tuple[str, ...]
+    head: Head
+    replayed: bool = False  # True: this request_id was applied before; nothing was written now
+
+    @property
+    def added(self) -> int:
+        return len(self.ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id,
+            "added": self.added,
+            "ids": list(self.ids),
+            "head": self.head.to_dict(),
+            "replayed": self.replayed,
+        }
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    deleted: tuple[str, ...]
+    head: Head
+    vectors_dropped: int
+    scores_dropped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "deleted": list(self.deleted),
+            "head": self.head.to_dict(),
+            "vectors_dropped": self.vectors_dropped,
+            "scores_dropped": self.scores_dropped,
+        }
+
+
+# --- validation ------------------------------------------------------------------
+
+
+def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
+    """Every record checked and put in its stored form, before anything is written.
+
+    A record is a string or an object with ``text`` (or ``content``), and
+    optionally ``speaker``/``role``, ``time``/``timestamp``/``date``, ``id``
+    and ``metadata`` (any JSON value); the whole object must be JSON. Sizes
+    are bounded (``MAX_RECORD_CHARS`` a record, ``MAX_ADD_CHARS`` a call).
+    """
+    if isinstance(records, (str, Mapping)):
+        records = [records]
+    if isinstance(records, (bytes, bytearray)) or not isinstance(records, Sequence):
+        raise InputError(
+            f"add() takes a record or a list of records, not {type(records).__name__}; a record is a "
+            "string or an object with 'text'"
+        )
+    if not records:
+        raise InputError("nothing to add: the record list is empty")
+    total = 0
+    out = []
+    for offset, record in enumerate(records):
+        item = _one(record, start_index + offset)
+        total += len(item["text"])
+        if total > MAX_ADD_CHARS:
+            raise InputError(
+                f"this add carries over {MAX_ADD_CHARS:,} characters; split it into several adds"
+            )
+        out.append(item)
+    ids = [item["id"] for item in out if "id" in item]
+    if len(ids) != len(set(ids)):
+        duplicate = next(i for i in ids if ids.count(i) > 1)
+        raise InputError(f"record id {duplicate!r} appears twice in this add; ids must be unique")
+    return out
+
+
+def _one(record: Any, index: int) -> dict[str, Any]:
+    if isinstance(record, (bytes, bytearray)):
+        raise InputError(f"record {index} is bytes; decode it to text (UTF-8) first")
+    if isinstance(record, str):
+        item: dict[str, Any] = {"text": record}
+    elif isinstance(record, Mapping):
+        item = dict(record)
+    else:
+        raise InputError(
+            f"record {index} is a {type(record).__name__}; give a string or an object with 'text'"
+        )
+    text_key = next((k for k in TEXT_KEYS if k in item), None)
+    if text_key is None:
+        raise InputError(f"record {index} has no text: give it a 'text' field")
+    text = item[text_key]
+    if isinstance(text, (bytes, bytearray)):
+        raise InputError(f"record {index}: 'text' is bytes; decode it to text (UTF-8) first")
+    if not isinstance(text, str):
+        raise InputError(f"record {index}: 'text' must be a string, not {type(text).__name__}")
+    if not text.strip():
+        raise InputError(f"record {index} has empty text")
+    if len(text) > MAX_RECORD_CHARS:
+        raise InputError(
+            f"record {index} has {len(text):,} characters; a record holds at most {MAX_RECORD_CHARS:,} "
+            "(split long documents into several records)"
+        )
+    _check_unicode(text, f"record {index}")
+    if text_key != "text":
+        item["text"] = item.pop(text_key)
+    for keys in (SPEAKER_KEYS, TIME_KEYS):
+        for key in keys:
+            if key in item and item[key] is not None and not isinstance(item[key], (str, int, float)):
+                raise InputError(f"record {index}: '{key}' must be a string or a number")
+            if isinstance(item.get(key), str):
+                _check_unicode(item[key], f"record {index} '{key}'")
+    if "id" in item:
+        raw_id = item["id"]
+        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+            raise InputError(f"record {index}: 'id' must be a string or a whole number")
+        record_id = str(raw_id)
+        if not record_id.strip() or len(record_id) > MAX_ID_CHARS:
+            raise InputError(f"record {index}: 'id' must be 1 to {MAX_ID_CHARS} characters")
+        item["id"] = record_id
+    try:
+        json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise InputError(
+            f"record {index} is not JSON-serialisable ({exc}); metadata must be JSON values"
+        ) from None
+    return item
+
+
+def _check_unicode(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"{where} is not valid Unicode (a lone surrogate at character {exc.start}); "
+            "decode the bytes as UTF-8 before adding"
+        ) from None
+
+
+def canonical(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _chain(previous: str, record_sha: str) -> str:
+    return hashlib.sha256(f"{previous}:{record_sha}".encode()).hexdigest()
+
+
+# --- the store -------------------------------------------------------------------
+
+
+class Store:
+    """One namespace of a MUSTER store file. Open with :meth:`open`; use as a context manager."""
+
+    def __init__(
+        self,
+        path: Path,
+        db: sqlite3.Connection,
+        namespace: str,
+        preset: str | None,
+        models: Any,
+    ) -> None:
+        self.path = path
+        self.namespace = namespace
+        self.preset = preset
+        self.models = models
+        self._db = db
+        self._memory: tuple[str, Memory] | None = None
+        self._plan: tuple[str, Plan] | None = None
+        self._caches: Any = None
+        # One connection, shared by the threads of a server: every use of it holds this lock.
+        self._lock = threading.RLock()
+        self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
+
+    # -- opening
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        namespace: str = DEFAULT_NAMESPACE,
+        *,
+        preset: str | None = None,
+        models: Any = None,
+    ) -> Store:
+        """Open (or create) the store file at ``path`` and one namespace in it."""
+        path = Path(path)
+        if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
+            raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
+        if path.is_dir():
+            raise StoreError(f"{path} is a directory; give a file path for the store")
+        if not path.parent.is_dir():
+            raise StoreError(f"cannot create {path}: the directory {path.parent} does not exist")
+        exists = path.exists() and path.stat().st_size > 0
+        if exists:
+            _check_header(path)
+        try:
+            db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {path} as a store: {exc}") from None
+        try:
+            _prepare(db, path, exists)
+        except BaseException:
+            db.close()
+            raise
+        return cls(path, db, namespace, preset, models)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._caches is not None:
+            for cache in self._caches:
+                cache.close()
+            self._caches = None
+        self._memory = None
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing
+
+    def add(self, records: Any, request_id: str | None = None) -> AddResult:
+        """Write ``records`` (one or a list) in one transaction; no model is called.
+
+        A ``request_id`` applied before returns that add's result and writes nothing.
+        """
+        if request_id is not None and (not isinstance(request_id, str) or not request_id.strip()):
+            raise InputError("request_id must be a non-empty string (or None)")
+        items = validate(records)
+        with self._lock, _transaction(self._db):
+            if request_id is not None:
+                previous = self._db.execute(
+                    "SELECT result FROM requests WHERE namespace = ? AND request_id = ?",
+                    (self.namespace, request_id),
+                ).fetchone()
+                if previous is not None:
+                    return _replayed(json.loads(previous[0]))
+            head = self.head()
+            seq, sha = head.last_seq, head.sha256
+            now = time.time()
+            ids = []
+            for item in items:
+                seq += 1
+                item.setdefault("id", f"r{seq}")
+                body = canonical(item)
+                record_sha = hashlib.sha256(body.encode()).hexdigest()
+                try:
+                    self._db.execute(
+                        "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (self.namespace, seq, item["id"], body, record_sha, request_id, now),
+                    )
+                except sqlite3.IntegrityError:
+                    raise InputError(
+                        f"record id {item['id']!r} is already in namespace {self.namespace!r}; ids are unique"
+                    ) from None
+                sha = _chain(sha, record_sha)
+                ids.append(item["id"])
+            new_head = Head(self.namespace, head.records + len(items), seq, sha)
+            self._write_head(new_head)
+            result = AddResult(request_id, tuple(ids), new_head)
+            if request_id is not None:
+                self._db.execute(
+                    "INSERT INTO requests VALUES (?, ?, ?)",
+                    (self.namespace, request_id, json.dumps(result.to_dict())),
+                )
+        return result
+
+    def delete(
+        self, record_ids: Sequence[str] | None = None, *, request_id: str | None = None
+    ) -> DeleteResult:
+        """Remove records (by id, or all that one request added) and every cached trace of them."""
+        if (record_ids is None) == (request_id is None):
+            raise InputError("delete() takes record ids or a request_id (one of them)")
+        if isinstance(record_ids, str):
+            record_ids = [record_ids]
+        with self._lock:
+            return self._delete(record_ids, request_id)
+
+    def _delete(self, record_ids: Sequence[str] | None, request_id: str | None) -> DeleteResult:
+        with _transaction(self._db):
+            if request_id is not None:
+                rows = self._db.execute(
+                    "SELECT id FROM records WHERE namespace = ? AND request_id = ? ORDER BY seq",
+                    (self.namespace, request_id),
+                ).fetchall()
+                wanted = [row[0] for row in rows]
+            else:
+                wanted = [str(i) for i in record_ids or []]
+                missing = [i for i in wanted if not self._has(i)]
+                if missing:
+                    raise InputError(
+                        f"no record {missing[0]!r} in namespace {self.namespace!r}; nothing deleted"
+                    )
+            self._db.executemany(
+                "DELETE FROM records WHERE namespace = ? AND id = ?", [(self.namespace, i) for i in wanted]
+            )
+            self._write_head(self._recomputed_head())
+        vectors, scores = self._forget_units()
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._memory = self._plan = None
+        return DeleteResult(tuple(wanted), self.head(), vectors, scores)
+
+    def _has(self, record_id: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM records WHERE namespace = ? AND id = ?", (self.namespace, record_id)
+        ).fetchone()
+        return row is not None
+
+    # -- reading
+
+    def head(self) -> Head:
+        with self._lock:
+            return self._head()
+
+    def _head(self) -> Head:
+        row = self._db.execute(
+            "SELECT records, last_seq, sha256 FROM heads WHERE namespace = ?", (self.namespace,)
+        ).fetchone()
+        if row is None:
+            return Head(self.namespace, 0, 0, _EMPTY_HEAD)
+        return Head(self.namespace, int(row[0]), int(row[1]), str(row[2]))
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The namespace's records in the order they were added (a consistent snapshot)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
+            ).fetchall()
+        for (body,) in rows:
+            yield json.loads(body)
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT namespace FROM heads ORDER BY namespace")]
+
+    def plan(self) -> Plan:
+        """The plan a fresh build of the current records uses (derived; no model is loaded)."""
+        with self._lock:
+            return self._planned()
+
+    def _planned(self) -> Plan:
+        head, records = self._snapshot()
+        if self._plan is None or self._plan[0] != head.sha256:
+            from muster_exact.memory import planned
+
+            self._plan = (head.sha256, planned(records, self.preset, self.models)[0])
+        return self._plan[1]
+
+    def explain(self) -> str:
+        from muster_exact.explain import explain
+
+        return explain(self.plan())
+
+    def memory(self) -> Memory:
+        """The built memory of the current records (rebuilt only when the head changed)."""
+        with self._lock:
+            if self._memory is not None and self._memory[0] == self.head().sha256:
+                return self._memory[1]
+            return self._rebuild()
+
+    def _rebuild(self) -> Memory:
+        head, records = self._snapshot()
+        from muster_exact.memory import build
+
+        vectors, scores = self._open_caches()
+        memory = build(records, self.preset, self.models, cache=vectors, scores=scores)
+        self.embedded = memory.embedded
+        self._remember_units(memory)
+        self._memory = (head.sha256, memory)
+        return memory
+
+    def context(self, query: str, units: int | None = None) -> Context:
+        """The context for ``query`` over every record of this namespace, as a fresh build gives it."""
+        return self.memory().context(query, units)
+
+    # -- internals
+
+    def _snapshot(self) -> tuple[Head, list[dict[str, Any]]]:
+        """The head and its records, read in one transaction (no add can fall between them)."""
+        with self._lock, _transaction(self._db, immediate=False):
+            head = self._head()
+            records = list(self.records())
+        if not records:
+            raise InputError(f"namespace {self.namespace!r} of {self.path} is empty; add records first")
+        return head, records
+
+    def _write_head(self, head: Head) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?)",
+            (head.namespace, head.records, head.last_seq, head.sha256),
+        )
+
+    def _recomputed_head(self) -> Head:
+        sha, count, last = _EMPTY_HEAD, 0, 0
+        for seq, record_sha in self._db.execute(
+            "SELECT seq, sha256 FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
+        ):
+            sha, count, last = _chain(sha, record_sha), count + 1, int(seq)
+        previous = self.head()
+        return Head(self.namespace, count, max(last, previous.last_seq), sha)
+
+    def _open_caches(self) -> tuple[Any, Any]:
+        if self._caches is None:
+            from muster_exact.vectors import ScoreCache, VectorCache
+
+            self._caches = (VectorCache(self.path), ScoreCache(self.path))
+        return self._caches  # type: ignore[no-any-return]
+
+    def _remember_units(self, memory: Memory) -> None:
+        """Which unit texts this namespace uses now: what ``delete`` keeps in the caches."""
+        keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in memory.unit_texts})
+        self._replace_unit_keys(keys)
+
+    def _replace_unit_keys(self, keys: list[str]) -> None:
+        with _transaction(self._db):
+            self._db.execute("DELETE FROM unit_keys WHERE namespace = ?", (self.namespace,))
+            self._db.executemany(
+                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
+            )
+
+    def _forget_units(self) -> tuple[int, int]:
+        """Drop vectors and scores of unit texts no namespace uses any more."""
+        records = list(self.records())
+        keys: list[str] = []
+        if records:
+            from muster_exact.memory import planned, unit_texts
+
+            cut = planned(records, self.preset, self.models)[1]
+            keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in unit_texts(cut)})
+        self._replace_unit_keys(keys)
+        self._open_caches()
+        with _transaction(self._db):
+            vectors = self._db.execute(
+                "DELETE FROM vectors WHERE sha256 NOT IN (SELECT sha256 FROM unit_keys)"
+            ).rowcount
+            scores = self._db.execute(
+                "DELETE FROM rerank_scores WHERE text_sha256 NOT IN (SELECT sha256 FROM unit_keys)"
+            ).rowcount
+        return int(vectors), int(scores)
+
+
+def _replayed(result: dict[str, Any]) -> AddResult:
+    original = result["head"]
+    return AddResult(
+        result["request_id"],
+        tuple(result["ids"]),
+        Head(original["namespace"], original["records"], original["last_seq"], original["sha256"]),
+        replayed=True,
+    )
+
+
+class _transaction:
+    """``BEGIN IMMEDIATE`` (writers wait their turn) or a deferred read transaction; commit or roll back."""
+
+    def __init__(self, db: sqlite3.Connection, immediate: bool = True) -> None:
+        self.db = db
+        self.immediate = immediate
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
+        return self.db
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.db.execute("ROLLBACK" if kind is not None else "COMMIT")
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    if header != SQLITE_HEADER:
+        raise StoreError(
+            f"{path} is not a MUSTER store (not an SQLite file); give a new path or a store file"
+        )
+
+
+def _prepare(db: sqlite3.Connection, path: Path, exists: bool) -> None:
+    """Create the schema in a new file, or check and migrate an existing one."""
+    try:
+        db.execute("PRAGMA busy_timeout = 60000")
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a MUSTER store ({exc})") from None
+    if not tables:
+        with _transaction(db):
+            from muster_exact.vectors import SCHEMA as VECTORS
+            from muster_exact.vectors import SCORES_SCHEMA
+
+            for statement in _statements(SCHEMA + VECTORS + SCORES_SCHEMA):
+                db.execute(statement)
+            db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    else:
+        _check_and_migrate(db, path, tables)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+
+
+def _check_and_migrate(db: sqlite3.Connection, path: Path, tables: set[str]) -> None:
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+    if meta.get("application") != APPLICATION:
+        raise StoreError(f"{path} is an SQLite file but not a MUSTER store; give a new path or a store file")
+    version = int(meta.get("schema_version", "0"))
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer MUSTER (store schema {version}; this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade muster-memory to open it"
+        )
+    while version < SCHEMA_VERSION:
+        migration = MIGRATIONS.get(version)
+        if migration is None:
+            raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
+        with _transaction(db):
+            for statement in _statements(migration):
+                db.execute(statement)
+            version += 1
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        log.info("migrated %s to store schema %d", path, version)
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def read_records_file(path: str | Path | None, stdin: Callable[[], str] | None = None) -> list[Any]:
+    """Records to add from a file (``.json`` array, ``.jsonl``, or text: one record per
+    blank-line-separated block) or from standard input (JSON, JSON lines, or text)."""
+    if path is None or str(path) == "-":
+        if stdin is None:
+            raise InputError("no input: give a file, or '-' with records on standard input")
+        return _parse_records(stdin(), "standard input")
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text (byte {exc.start}); records must be UTF-8") from None
+    return _parse_records(text, str(path), path.suffix.lower())
+
+
+def _parse_records(text: str, where: str, suffix: str = "") -> list[Any]:
+    stripped = text.strip()
+    if not stripped:
+        raise InputError(f"{where} is empty; nothing to add")
+    if suffix == ".json" or (not suffix and stripped[0] in "[{" and _is_json(stripped)):
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+        return value if isinstance(value, list) else [value]
+    if suffix == ".jsonl" or (not suffix and stripped[0] == "{"):
+        return parse_jsonl(stripped, where)
+    return [block for block in (b.strip("\n") for b in stripped.split("\n\n")) if block.strip()]
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True

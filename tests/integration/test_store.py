@@ -1,0 +1,490 @@
+"""The SQLite Store: equal to a fresh build, incremental, idempotent, crash-safe, concurrent.
+
+Real SQLite files, real benchmark records (LoCoMo turns, FactConsolidation
+lines, BEAM messages from ../shared/data), the packaged embedder, real
+processes for the kill and concurrency tests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from muster_exact import store as store_module
+from muster_exact.errors import InputError
+from muster_exact.memory import build, unit_texts
+from muster_exact.store import Store, StoreError
+from tests.conftest import REPO, data_root
+
+pytestmark = pytest.mark.slow
+MODELS = "cpu-small"
+
+
+# --- real records ------------------------------------------------------------------
+
+
+def locomo_records(limit: int | None = None) -> tuple[list[dict], list[str]]:
+    root = data_root()
+    assert root is not None, "benchmark data not found"
+    sample = json.loads((root / "locomo/locomo10.json").read_text())[0]
+    conversation = sample["conversation"]
+    records = []
+    for n in range(1, 40):
+        turns = conversation.get(f"session_{n}")
+        if not turns:
+            continue
+        date = conversation[f"session_{n}_date_time"]
+        records += [
+            {"id": t["dia_id"], "speaker": t["speaker"], "time": date, "text": t["text"]} for t in turns
+        ]
+    questions = [qa["question"] for qa in sample["qa"][:3]]
+    return records[:limit], questions
+
+
+def fact_records(limit: int) -> tuple[list[str], list[str]]:
+    root = data_root()
+    assert root is not None
+    rows = json.loads((root / "memoryagentbench/data/Conflict_Resolution.json").read_text())
+    row = next(r for r in rows if r["metadata"]["source"] == "factconsolidation_sh_6k")
+    lines = [line for line in row["context"].split("\n") if line.strip()]
+    return lines[:limit], row["questions"][:3]
+
+
+def beam_records(limit: int) -> tuple[list[dict], list[str]]:
+    root = data_root()
+    assert root is not None
+    chat = json.loads((root / "beam/100K/1/chat.json").read_text())
+    records = [
+        {"id": str(m["id"]), "role": m["role"], "text": m["content"]}
+        for batch in chat
+        for turn in batch["turns"]
+        for m in turn
+        if str(m.get("content", "")).strip()
+    ]
+    probing = json.loads((root / "beam/100K/1/probing_questions.json").read_text())
+    questions = [probing[ability][0]["question"] for ability in sorted(probing)[:3]]
+    return records[:limit], questions
+
+
+KINDS = {
+    "locomo": lambda: locomo_records(90),
+    "facts": lambda: fact_records(120),
+    "beam": lambda: beam_records(40),
+}
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One file for every example, a fresh namespace each: vectors are shared by text, so the
+    # property test embeds each unit text once.
+    return tmp_path_factory.mktemp("store") / "equivalence.muster"
+
+
+def splits(n: int) -> st.SearchStrategy[list[int]]:
+    """Random cut points splitting n records into a sequence of adds."""
+    return st.lists(st.integers(min_value=1, max_value=n - 1), max_size=6, unique=True).map(sorted)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_store_grown_by_adds_reads_like_a_fresh_build(kind: str, shared_store: Path) -> None:
+    records, questions = KINDS[kind]()
+    fresh = build(records, models=MODELS)
+    expected = [fresh.context(q).text for q in questions]
+    counter = iter(range(10_000))
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(cuts=splits(len(records)), reads=st.lists(st.integers(0, 6), max_size=2))
+    def check(cuts: list[int], reads: list[int]) -> None:
+        namespace = f"{kind}-{next(counter)}"
+        bounds = [0, *cuts, len(records)]
+        with Store.open(shared_store, namespace, models=MODELS) as store:
+            for k, (start, end) in enumerate(itertools.pairwise(bounds)):
+                chunk = records[start:end]
+                store.add(chunk if len(chunk) > 1 or k % 2 else chunk[0], request_id=f"{namespace}-{k}")
+                if k in reads:  # reading half way must not change what the final read gives
+                    store.context(questions[0])
+            assert [store.context(q).text for q in questions] == expected
+            assert [r["text"] for r in store.records()] == [
+                r if isinstance(r, str) else r["text"] for r in records
+            ]
+
+    check()
+
+
+# --- incremental cost --------------------------------------------------------------
+
+
+def test_adding_one_record_embeds_only_the_units_that_changed(tmp_path: Path) -> None:
+    records, questions = locomo_records()
+    path = tmp_path / "conv26.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add(records[:-1])
+        before = set(store.memory().unit_texts)
+        assert store.embedded == len(before)  # a new file: every unit is new
+        store.add(records[-1])
+        after = store.memory().unit_texts
+        changed = set(after) - before
+        assert 0 < store.embedded == len(changed) < len(after)
+        first = store.context(questions[0]).text
+    # A new process opening the same file embeds nothing, and reads the same context.
+    script = textwrap.dedent(
+        f"""
+        import json
+        from muster_exact.store import Store
+        with Store.open({str(path)!r}, models={MODELS!r}) as store:
+            text = store.context({questions[0]!r}).text
+            print(json.dumps({{"embedded": store.embedded, "text": text}}))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    reply = json.loads(out.stdout.splitlines()[-1])
+    assert reply == {"embedded": 0, "text": first}
+
+
+# --- idempotency ---------------------------------------------------------------------
+
+
+def test_a_request_id_is_applied_once(tmp_path: Path) -> None:
+    path = tmp_path / "once.muster"
+    with Store.open(path, models=MODELS) as store:
+        results = [store.add(["one", "two"], request_id="req-1") for _ in range(3)]
+        assert [r.replayed for r in results] == [False, True, True]
+        assert results[1].ids == results[0].ids and results[2].head == results[0].head
+        assert store.head().records == 2
+    adder = textwrap.dedent(
+        f"""
+        import sys, time
+        from muster_exact.store import Store
+        start = float(sys.argv[1])
+        with Store.open({str(path)!r}) as store:
+            while time.time() < start:
+                pass
+            print(store.add(["alpha", "beta", "gamma"], request_id="req-2").replayed)
+        """
+    )
+    start = str(time.time() + 2.0)  # both processes wake at the same moment
+    procs = [
+        subprocess.Popen([sys.executable, "-c", adder, start], stdout=subprocess.PIPE, text=True, cwd=REPO)
+        for _ in range(2)
+    ]
+    outs = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+    assert outs == ["False", "True"]
+    with Store.open(path) as store:
+        texts = [r["text"] for r in store.records()]
+    assert texts == ["one", "two", "alpha", "beta", "gamma"]
+
+
+# --- crash safety ----------------------------------------------------------------------
+
+BIG_ADD = 200_000
+
+
+def test_a_killed_add_leaves_all_or_nothing(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from muster_exact.store import Store
+        records = [f"record {{i}}: " + "words " * 20 for i in range({BIG_ADD})]
+        with Store.open(sys.argv[1]) as store:
+            store.add(["before"], request_id="first")
+            print("adding", flush=True)
+            store.add(records, request_id="big")
+            print("done", flush=True)
+        """
+    )
+    seen = set()
+    for attempt, delay in enumerate((0.3, 0.8, 1.5, 3.0)):
+        path = tmp_path / f"crash-{attempt}.muster"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True, cwd=REPO
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "adding"
+        time.sleep(delay)
+        alive = proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        with Store.open(path) as store:
+            count = store.head().records
+            assert count in (1, 1 + BIG_ADD), count
+            assert len(list(store.records())) == count
+            seen.add((alive, count))
+        check = sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0]
+        assert check == "ok"
+    # At least one kill landed in the middle of the add (the process was still writing).
+    assert (True, 1) in seen, seen
+
+
+# --- concurrency ---------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from muster_exact.store import Store
+    path, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    added = 0
+    with Store.open(path) as store:
+        end = time.time() + seconds
+        while time.time() < end:
+            batch = [f"{name} batch {added} item {k}" for k in range(5)]
+            store.add(batch, request_id=f"{name}-{added}")
+            added += 1
+    print(added)
+    """
+)
+
+READER = textwrap.dedent(
+    """
+    import sys, time
+    from muster_exact.store import Store
+    path, seconds = sys.argv[1], float(sys.argv[2])
+    reads = 0
+    with Store.open(path) as store:
+        end = time.time() + seconds
+        while time.time() < end:
+            records = list(store.records())
+            texts = [r["text"] for r in records]
+            assert len(texts) % 5 == 0, len(texts)  # never part of an add
+            for i in range(0, len(texts), 5):
+                batch = {t.rsplit(" item ", 1)[0] for t in texts[i : i + 5]}
+                assert len(batch) == 1, texts[i : i + 5]  # an add's records stay together, in order
+            reads += 1
+    print(reads)
+    """
+)
+
+
+def test_four_writers_and_four_readers_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "busy.muster"
+    Store.open(path).close()
+    seconds = "6"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), f"w{i}", seconds], stdout=subprocess.PIPE, text=True
+        )
+        for i in range(4)
+    ]
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-c", READER, str(path), seconds],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    added = [int(p.communicate(timeout=300)[0].strip()) for p in writers]
+    for reader in readers:
+        out, err = reader.communicate(timeout=300)
+        assert reader.returncode == 0, err[-2000:]
+        assert int(out.strip()) > 0
+    with Store.open(path) as store:
+        assert store.head().records == 5 * sum(added) == len(list(store.records()))
+    assert all(n > 0 for n in added)
+
+
+# --- delete and namespaces ---------------------------------------------------------------------
+
+
+def test_deleted_text_leaves_no_trace(tmp_path: Path) -> None:
+    path = tmp_path / "forget.muster"
+    secret = "The vault code is ZEBRA-7741-QUOKKA."
+    records, _ = locomo_records(60)
+    with Store.open(path, models=MODELS) as store:
+        store.add(records)
+        store.add({"id": "s1", "text": secret}, request_id="secret")
+        assert "ZEBRA-7741" in store.context("What is the vault code?", units=50).text
+        result = store.delete(request_id="secret")
+        assert result.deleted == ("s1",) and result.vectors_dropped > 0
+        assert "ZEBRA-7741" not in store.context("What is the vault code?", units=50).text
+        # A retry of the deleted request stays applied: it does not bring the text back.
+        assert store.add({"id": "s1", "text": secret}, request_id="secret").replayed
+        assert all(r["id"] != "s1" for r in store.records())
+        live = {sha for (sha,) in sqlite3.connect(path).execute("SELECT sha256 FROM vectors")}
+        assert live == {
+            store_module.hashlib.sha256(t.encode()).hexdigest() for t in store.memory().unit_texts
+        }
+        with pytest.raises(InputError, match="no record 'nope'"):
+            store.delete(["nope"])
+    raw = path.read_bytes() + (
+        path.with_name(path.name + "-wal").read_bytes()
+        if path.with_name(path.name + "-wal").exists()
+        else b""
+    )
+    assert b"ZEBRA-7741" not in raw
+
+
+def test_namespaces_never_mix(tmp_path: Path) -> None:
+    path = tmp_path / "shared.muster"
+    with Store.open(path, "user-1", models=MODELS) as one, Store.open(path, "user-2", models=MODELS) as two:
+        one.add("Ana keeps bees in Porto.")
+        two.add("Bruno repairs clocks in Oslo.")
+        assert "Bruno" not in one.context("Who repairs clocks?").text
+        assert "Ana" not in two.context("Who keeps bees?").text
+        assert one.namespaces() == ["user-1", "user-2"] and one.head().records == 1
+        one.delete(["r1"])
+        assert "Bruno repairs clocks" in two.context("Who repairs clocks?").text  # untouched
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+def snapshot(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ({"speaker": "A"}, "has no text"),
+        ({"text": 42}, "'text' must be a string"),
+        ({"text": "x" * 50_000_000}, "a record holds at most"),
+        ({"text": b"caf\xc3\xa9 \xff"}, "bytes; decode it"),
+        ("bad \udcff surrogate", "not valid Unicode"),
+        ({"text": "ok", "metadata": {"when": object()}}, "not JSON-serialisable"),
+        ([], "nothing to add"),
+        ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "appears twice"),
+    ],
+)
+def test_bad_records_are_refused_and_the_file_is_unchanged(
+    tmp_path: Path, records: object, message: str
+) -> None:
+    path = tmp_path / "bad.muster"
+    with Store.open(path) as store:
+        store.add("a good record", request_id="good")
+    before = snapshot(path)
+    with Store.open(path) as store:
+        with pytest.raises(InputError, match=message):
+            store.add(records, request_id="bad")
+        assert store.head().records == 1
+    assert snapshot(path) == before
+
+
+def test_bad_paths_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        Store.open(tmp_path / "missing" / "x.muster")
+    assert not (tmp_path / "missing").exists()
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("just some notes\n")
+    with pytest.raises(StoreError, match="not a MUSTER store"):
+        Store.open(text_file)
+    assert text_file.read_text() == "just some notes\n"
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    before = other.read_bytes()
+    with pytest.raises(StoreError, match="SQLite file but not a MUSTER store"):
+        Store.open(other)
+    assert other.read_bytes() == before
+    newer = tmp_path / "newer.muster"
+    Store.open(newer).close()
+    db = sqlite3.connect(newer)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    before = newer.read_bytes()
+    with pytest.raises(StoreError, match=r"newer MUSTER .*schema 99"):
+        Store.open(newer)
+    assert newer.read_bytes() == before
+
+
+def test_an_older_schema_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.muster"
+    with Store.open(path) as store:
+        store.add("kept across the migration")
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_module, "MIGRATIONS", {1: "CREATE TABLE notes (note TEXT)"})
+    with Store.open(path) as store:
+        assert [r["text"] for r in store.records()] == ["kept across the migration"]
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'notes'").fetchone() == ("notes",)
+
+
+# --- cross-encoder scores -----------------------------------------------------------------------------
+
+
+def test_reranker_scores_are_cached_in_the_file(tmp_path: Path) -> None:
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from muster_exact.models import PACKAGED_MINILM, ModelRef, Models, resolve
+
+    torch.manual_seed(0)
+    model_dir = tmp_path / "tiny-cross-encoder"
+    CrossEncoder(str(resolve(ModelRef(PACKAGED_MINILM))), num_labels=1, device="cpu").save(str(model_dir))
+    models = Models("test", ModelRef(PACKAGED_MINILM), ModelRef(str(model_dir)))
+    records, questions = locomo_records(120)
+    path = tmp_path / "scores.muster"
+    with Store.open(path, models=models) as store:
+        store.add(records)
+        first = store.context(questions[0]).text
+        assert store.memory().scored > 0
+    with Store.open(path, models=models) as store:  # a new Memory: only the file remembers
+        assert store.context(questions[0]).text == first
+        assert store.memory().scored == 0
+        assert store.memory().embedded == 0
+    rows = sqlite3.connect(path).execute("SELECT COUNT(*) FROM rerank_scores").fetchone()[0]
+    assert rows > 0
+    fresh = build(records, models=models, cache=False)
+    assert fresh.context(questions[0]).text == first
+
+
+def test_unit_texts_helper_matches_the_memory(tmp_path: Path) -> None:
+    records, _ = fact_records(50)
+    memory = build(records, models=MODELS)
+    assert unit_texts(memory.cut) == memory.unit_texts
+
+
+# --- the CLI ---------------------------------------------------------------------------------------------
+
+
+def muster(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MUSTER_MODELS": MODELS}
+    return subprocess.run(
+        [sys.executable, "-m", "muster_exact", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=600,
+    )
+
+
+def test_cli_add_query_info(tmp_path: Path) -> None:
+    path = tmp_path / "cli.muster"
+    records = tmp_path / "r.jsonl"
+    records.write_text(
+        '{"speaker": "Ana", "text": "My cat is called Miso."}\n{"speaker": "Bo", "text": "Cute!"}\n'
+    )
+    first = muster("add", "--store", str(path), str(records), "--request-id", "r1")
+    assert first.returncode == 0 and "2 records added" in first.stdout, first.stderr
+    again = muster("add", "--store", str(path), str(records), "--request-id", "r1")
+    assert "already applied; nothing written" in again.stdout
+    piped = muster("add", "--store", str(path), "-", stdin="A note from standard input.\n\nAnd a second one.")
+    assert "2 records added" in piped.stdout
+    answer = muster("query", "--store", str(path), "What is the cat called?")
+    assert answer.returncode == 0 and "My cat is called Miso." in answer.stdout, answer.stderr
+    info = muster("info", "--store", str(path), "--json")
+    assert json.loads(info.stdout)["head"]["records"] == 4
+    for bad, message in (
+        (("add", "--store", str(tmp_path / "no" / "x.muster"), str(records)), "does not exist"),
+        (("query", "--store", str(records), "q"), "not a MUSTER store"),
+        (("add", "--store", str(path), "-"), "is empty"),
+    ):
+        result = muster(*bad, stdin="")
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
