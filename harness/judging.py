@@ -127,6 +127,11 @@ def question_metrics(
     golds: list[str] = list(judged["gold"])
     category = judged["category"]
     verdicts: dict[str, list[float | None]] = judged.get("verdicts") or {}
+    if failed:  # nothing was judged: every verdict the answer would have had is a 0
+        question = {"question": judged.get("question", ""), "gold": golds, "category": category}
+        question["rubric"] = judged.get("rubric") or []
+        needed = judge_requests(benchmark, question, "", judged.get("gold_corrected"))
+        verdicts = {request.slot: [0.0] for request in needed}
     metrics: dict[str, float | None] = {}
     if benchmark == "locomo":
         metrics["f1"] = locomo_scorer.score(answer, golds[0] if golds else "", category)
