@@ -25,7 +25,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,models,harness]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,models,harness,mcp,http,openai-agents,langchain,langgraph]"
 	$(BIN)/muster fetch
 	touch $@
 
@@ -46,6 +46,7 @@ bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md
 	$(BIN)/python scripts/bench_query.py --data $(DATA) --out results/bench/query.md
 	$(BIN)/python scripts/bench_store.py --data $(DATA) --out results/bench/store.md
+	$(BIN)/python scripts/bench_serve.py --data $(DATA) --out results/bench/serve.md
 
 clean:  ## remove the venv and caches
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -110,6 +110,44 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend(args: argparse.Namespace) -> Any:
+    from muster_exact.serve.backend import Backend
+
+    return Backend(args.store, namespace=args.namespace, preset=args.preset, models=args.models)
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from muster_exact.serve import mcp
+
+    backend = _backend(args)
+    try:
+        mcp.serve(backend)
+    finally:
+        backend.close()
+    return 0
+
+
+def _cmd_http(args: argparse.Namespace) -> int:
+    import os
+
+    from muster_exact.serve import http
+
+    token = args.token or os.environ.get(http.TOKEN_ENV) or None
+    backend = _backend(args)
+    log.warning(
+        "serving %s on http://%s:%d (%s)",
+        args.store,
+        args.host,
+        args.port,
+        "token required" if token else "no token",
+    )
+    try:
+        http.serve(backend, args.host, args.port, token, args.max_body)
+    finally:
+        backend.close()
+    return 0
+
+
 def _render_query_explain(details: dict, tokens_in_context: int) -> str:  # type: ignore[type-arg]
     lines = [
         f"retrieval: U = {details['units_read']}, order by {details['rerank']}"
@@ -238,6 +276,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", help="model profile reads use")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_info)
+
+    for name, text in (
+        ("mcp", "serve a store to MCP clients over stdio"),
+        ("http", "serve a store over HTTP"),
+    ):
+        p = commands.add_parser(name, help=text)
+        p.add_argument("--store", required=True, help="the store file (created when missing)")
+        p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
+        p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
+        p.add_argument(
+            "--models", help="model profile for reads: cpu-small or paper (default: $MUSTER_MODELS)"
+        )
+        if name == "http":
+            p.add_argument(
+                "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)"
+            )
+            p.add_argument("--port", type=int, default=8765)
+            p.add_argument(
+                "--token", help="require 'Authorization: Bearer TOKEN' (or set $MUSTER_HTTP_TOKEN)"
+            )
+            p.add_argument(
+                "--max-body", type=int, default=16 * 1024 * 1024, help="request body limit in bytes"
+            )
+        p.set_defaults(run=_cmd_mcp if name == "mcp" else _cmd_http)
 
     p = commands.add_parser("presets", help="list the frozen presets and what each fixes")
     p.set_defaults(run=_cmd_presets)

@@ -1,0 +1,222 @@
+"""`muster http`: the real server on 127.0.0.1 (a random free port), driven with httpx and curl."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from muster_exact.store import Store
+from tests.conftest import REPO
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytestmark = pytest.mark.slow
+
+TOKEN = "s3cret-token"
+CURL_ADD = (
+    """{"records":[{"speaker":"robot","text":"Red mug on the kitchen table","time":"2026-10-20T10:02"}]}"""
+)
+CURL_CONTEXT = """{"query":"Where did I last see the red mug?"}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, store: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "MUSTER_MODELS": "cpu-small"}
+        env.pop("MUSTER_HTTP_TOKEN", None)
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "muster_exact",
+                "http",
+                "--store",
+                str(store),
+                "--port",
+                str(self.port),
+                *extra,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(
+            f"server did not start: {self.process.stderr.read() if self.process.stderr else ''}"
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    store = tmp_path / "robot.muster"
+    running = Server(store)
+    yield running, store
+    running.stop()
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    store = tmp_path / "guarded.muster"
+    running = Server(store, "--token", TOKEN, "--max-body", "4096")
+    yield running, store
+    running.stop()
+
+
+def records_in(store: Path) -> int:
+    with Store.open(store) as opened:
+        return opened.head().records
+
+
+def test_the_seed_readme_curl_examples_work_as_written(server: tuple[Server, Path]) -> None:
+    running, store = server
+    base = f"localhost:{running.port}"
+    if shutil.which("curl"):
+        added = subprocess.run(
+            ["curl", "-s", f"{base}/v1/add", "-d", CURL_ADD], capture_output=True, text=True
+        )
+        assert json.loads(added.stdout)["added"] == 1, added.stdout
+        context = subprocess.run(
+            ["curl", "-s", f"{base}/v1/context", "-d", CURL_CONTEXT], capture_output=True, text=True
+        )
+        assert "Red mug on the kitchen table" in json.loads(context.stdout)["context"]
+    # The same bodies with curl's default Content-Type, through httpx.
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    added = httpx.post(f"{running.url}/v1/add", content=CURL_ADD, headers=form, timeout=60)
+    assert added.status_code == 200 and added.json()["added"] == 1
+    reply = httpx.post(f"{running.url}/v1/context", content=CURL_CONTEXT, headers=form, timeout=120)
+    assert reply.status_code == 200
+    assert "[2026-10-20T10:02] robot: Red mug on the kitchen table" in reply.json()["context"]
+    search = httpx.post(f"{running.url}/v1/search", json={"query": "red mug", "units": 1}, timeout=60).json()
+    assert search["passages"][0]["text"].endswith("Red mug on the kitchen table")
+    info = httpx.get(f"{running.url}/v1/info", timeout=60).json()
+    assert info["head"]["records"] == records_in(store) and info["namespaces"] == ["default"]
+    openapi = httpx.get(f"{running.url}/openapi.json", timeout=10).json()
+    assert {"/v1/add", "/v1/context", "/v1/search", "/v1/info", "/healthz"} <= set(openapi["paths"])
+
+
+def test_a_bounded_mixed_load_loses_nothing(server: tuple[Server, Path]) -> None:
+    running, store = server
+    total, clients = 2000, 16
+    statuses: list[int] = []
+
+    def one(i: int, client: httpx.Client) -> int:
+        if i % 2 == 0:
+            body = {"records": [{"speaker": f"sensor-{i % 7}", "text": f"reading {i}: door {i % 5} is open"}]}
+            return client.post(f"{running.url}/v1/add", json={**body, "request_id": f"load-{i}"}).status_code
+        return client.post(f"{running.url}/v1/context", json={"query": f"Is door {i % 5} open?"}).status_code
+
+    httpx.post(f"{running.url}/v1/add", json={"records": ["the first observation"]}, timeout=60)
+    with httpx.Client(timeout=300) as client, ThreadPoolExecutor(max_workers=clients) as pool:
+        statuses = list(pool.map(lambda i: one(i, client), range(total)))
+    assert all(status == 200 for status in statuses), sorted(set(statuses))
+    assert records_in(store) == 1 + total // 2  # every add counted, none lost, none doubled
+
+
+def test_one_request_id_sent_concurrently_is_applied_once(server: tuple[Server, Path]) -> None:
+    running, store = server
+    body = {"records": ["a", "b", "c"], "request_id": "same-one"}
+    with httpx.Client(timeout=60) as client, ThreadPoolExecutor(max_workers=16) as pool:
+        replies = list(pool.map(lambda _: client.post(f"{running.url}/v1/add", json=body).json(), range(32)))
+    assert sum(not r["replayed"] for r in replies) == 1 and len({tuple(r["ids"]) for r in replies}) == 1
+    assert records_in(store) == 3
+
+
+def test_token_size_limit_and_validation(guarded: tuple[Server, Path]) -> None:
+    running, store = guarded
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert httpx.post(f"{running.url}/v1/add", json={"records": ["kept"]}, headers=auth).status_code == 200
+    before = records_in(store)
+    for method, path in (
+        ("POST", "/v1/add"),
+        ("POST", "/v1/context"),
+        ("POST", "/v1/search"),
+        ("GET", "/v1/info"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs"),
+    ):
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            reply = httpx.request(
+                method, f"{running.url}{path}", json={"records": ["x"], "query": "q"}, headers=headers
+            )
+            assert reply.status_code == 401, (method, path, headers, reply.status_code)
+    assert httpx.get(f"{running.url}/healthz").status_code == 200
+    big = {"records": ["x" * 5000]}
+    assert httpx.post(f"{running.url}/v1/add", json=big, headers=auth).status_code == 413
+    cases = [
+        (b"{not json", "json"),
+        (json.dumps({"request_id": "r"}).encode(), "records"),
+        (json.dumps({"records": "not a list"}).encode(), "records"),
+        (json.dumps({"records": [{"speaker": "A"}]}).encode(), "text"),
+        (json.dumps({"records": [{"text": 5}]}).encode(), "text"),
+        (json.dumps({"records": ["ok"], "request_id": 7}).encode(), "request_id"),
+    ]
+    for body, field in cases:
+        reply = httpx.post(f"{running.url}/v1/add", content=body, headers=auth)
+        assert reply.status_code == 422, (body, reply.status_code)
+        assert field in json.dumps(reply.json()["detail"]), (body, reply.text)
+    for body, field in ((b"{}", "query"), (json.dumps({"query": "q", "units": 0}).encode(), "units")):
+        reply = httpx.post(f"{running.url}/v1/context", content=body, headers=auth)
+        assert reply.status_code == 422 and field in reply.text
+    assert records_in(store) == before  # nothing written by any refused request
+
+
+def test_schemathesis_finds_no_server_error(guarded: tuple[Server, Path]) -> None:
+    schemathesis = pytest.importorskip("schemathesis")
+    from hypothesis import HealthCheck, given, settings
+
+    running, _ = guarded
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    httpx.post(f"{running.url}/v1/add", json={"records": ["something to find"]}, headers=auth)
+    raw = httpx.get(f"{running.url}/openapi.json", headers=auth).json()
+    schema = schemathesis.openapi.from_dict(raw)
+    checked = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+        @given(case=operation.as_strategy())
+        def no_server_error(case) -> None:  # type: ignore[no-untyped-def]
+            response = case.call(base_url=running.url, headers=auth, timeout=120)
+            assert response.status_code < 500, (
+                case.path,
+                case.body,
+                response.status_code,
+                response.text[:300],
+            )
+
+        no_server_error()
+        checked += 1
+    assert checked == 5

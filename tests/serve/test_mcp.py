@@ -1,0 +1,89 @@
+"""`muster mcp` as a subprocess, driven by the official SDK's own stdio client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytest.importorskip("mcp")
+pytestmark = pytest.mark.slow
+
+
+async def session_calls(store: Path) -> dict:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "muster_exact", "mcp", "--store", str(store), "--models", "cpu-small"],
+        env={**os.environ},
+        cwd=str(REPO),
+    )
+    out: dict = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        out["tools"] = {t.name: t for t in tools.tools}
+        out["remember"] = await session.call_tool(
+            "remember",
+            {"text": "The spare key is under the blue flower pot.", "speaker": "Ana", "request_id": "k1"},
+        )
+        out["again"] = await session.call_tool(
+            "remember", {"text": "The spare key is under the blue flower pot.", "request_id": "k1"}
+        )
+        out["many"] = await session.call_tool(
+            "remember_many",
+            {
+                "records": [
+                    "Bruno's bike is in the garage.",
+                    {"text": "The wifi password is on the fridge.", "speaker": "Ana"},
+                ]
+            },
+        )
+        out["recall"] = await session.call_tool("recall", {"query": "Where is the spare key?"})
+        out["search"] = await session.call_tool(
+            "search_memory", {"query": "Where is the spare key?", "units": 2}
+        )
+        out["info"] = await session.call_tool("memory_info", {})
+        out["bad"] = await session.call_tool("remember", {"text": "   "})
+        out["bad_units"] = await session.call_tool("recall", {"query": "key?", "units": 0})
+    return out
+
+
+def payload(result) -> dict:  # type: ignore[no-untyped-def]
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
+    store = tmp_path / "agent.muster"
+    out = asyncio.run(session_calls(store))
+    assert set(out["tools"]) == {"remember", "remember_many", "recall", "search_memory", "memory_info"}
+    for tool in out["tools"].values():
+        assert tool.description and len(tool.description) > 40  # every tool documents itself
+    assert "query" in out["tools"]["recall"].input_schema["properties"]
+    assert "up to 10,000" in out["tools"]["remember_many"].description
+    assert payload(out["remember"])["added"] == 1
+    assert payload(out["again"])["replayed"] is True
+    assert payload(out["many"])["added"] == 2
+    recall = payload(out["recall"])
+    assert "The spare key is under the blue flower pot." in recall["context"]
+    passages = payload(out["search"])["passages"]
+    assert passages and all({"unit", "text", "records", "channels"} <= set(p) for p in passages)
+    info = payload(out["info"])
+    assert info["head"]["records"] == 3 and info["models"]["name"] == "cpu-small"
+    assert out["bad"].is_error and "empty text" in out["bad"].content[0].text
+    assert out["bad_units"].is_error and "units must be" in out["bad_units"].content[0].text
+    # The refused calls wrote nothing.
+    from muster_exact.store import Store
+
+    with Store.open(store) as opened:
+        assert opened.head().records == 3
