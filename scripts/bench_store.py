@@ -87,7 +87,8 @@ def main() -> None:
             "",
             "| how | records | seconds | records/s |",
             "|---|---|---|---|",
-            f"| one add of the whole base (one transaction) | {len(base):,} | {bulk_s:.2f} | {len(base) / bulk_s:,.0f} |",
+            f"| one add of the whole base (one transaction) | {len(base):,} | {bulk_s:.2f} | "
+            f"{len(base) / bulk_s:,.0f} |",
             f"| one record per add, with request ids | {len(singles):,} | {single_s:.2f} | "
             f"{len(singles) / single_s:,.0f} |",
             "",
@@ -114,14 +115,15 @@ def main() -> None:
             new = extra[:added]
             with Store.open(path, models=MODELS) as store:
                 store.add(new)
-                _, read_s = timed(lambda: store.context(QUERY))  # noqa: B023
+                _, read_s = timed(lambda: store.context(QUERY))
                 embedded = store.embedded
                 records = list(store.records())
             _, cold_s = timed(lambda: build(records, models=MODELS, cache=False).context(QUERY))  # noqa: B023
             build(records, models=MODELS).context(QUERY)  # warm the default vector cache
             _, warm_s = timed(lambda: build(records, models=MODELS).context(QUERY))  # noqa: B023
             lines.append(
-                f"| {added:,} | {read_s:.1f} | {embedded:,} | {cold_s:.1f} | {warm_s:.1f} | {read_s / cold_s:.2f} |"
+                f"| {added:,} | {read_s:.1f} | {embedded:,} | {cold_s:.1f} | {warm_s:.1f} | "
+                f"{read_s / cold_s:.2f} |"
             )
     lines += [
         "",
