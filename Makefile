@@ -35,8 +35,8 @@ test: install  ## the test suite (unit, integration, properties)
 	$(BIN)/python -m pytest
 
 check: install  ## lint, format check and types
-	$(BIN)/ruff check muster_exact harness scripts tests
-	$(BIN)/ruff format --check muster_exact harness scripts tests
+	$(BIN)/ruff check muster_exact harness scripts tests examples
+	$(BIN)/ruff format --check muster_exact harness scripts tests examples
 	$(BIN)/mypy
 
 reproduce: install  ## the main job on CPU: cuts, contexts for every system, tables, hashes checked
