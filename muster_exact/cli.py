@@ -64,10 +64,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_store(args: argparse.Namespace) -> Any:
+def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
+    """The store a command names; only ``add`` creates a missing one (a read never leaves a file behind)."""
     from muster_exact.store import Store
 
-    return Store.open(args.store, args.namespace, preset=getattr(args, "preset", None), models=args.models)
+    preset = getattr(args, "preset", None)
+    return Store.open(args.store, args.namespace, preset=preset, models=args.models, create=create)
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
@@ -76,7 +78,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
     from muster_exact.store import read_records_file
 
     records = read_records_file(args.file, sys.stdin.read)
-    with _open_store(args) as store:
+    with _open_store(args, create=True) as store:
         result = store.add(records, request_id=args.request_id)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

@@ -297,8 +297,9 @@ class Store:
         *,
         preset: str | None = None,
         models: Any = None,
+        create: bool = True,
     ) -> Store:
-        """Open (or create) the store file at ``path`` and one namespace in it."""
+        """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it."""
         path = Path(path)
         if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
             raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
@@ -307,6 +308,8 @@ class Store:
         if not path.parent.is_dir():
             raise StoreError(f"cannot create {path}: the directory {path.parent} does not exist")
         exists = path.exists() and path.stat().st_size > 0
+        if not exists and not create:
+            raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
         if exists:
             _check_header(path)
         try:

@@ -485,6 +485,8 @@ def test_cli_add_query_info(tmp_path: Path) -> None:
         (("add", "--store", str(tmp_path / "no" / "x.muster"), str(records)), "does not exist"),
         (("query", "--store", str(records), "q"), "not a MUSTER store"),
         (("add", "--store", str(path), "-"), "is empty"),
+        (("query", "--store", str(tmp_path / "never.muster"), "q"), "no store at"),
     ):
         result = muster(*bad, stdin="")
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "never.muster").exists()  # a read leaves no file behind
