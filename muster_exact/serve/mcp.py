@@ -68,6 +68,7 @@ def create_server(backend: Backend) -> Any:
 
         records: up to 10,000 items, each a string or an object with "text" (and optional
         "speaker", "time", "id", "metadata"). request_id: optional; a retry is applied once.
+        namespace: optional, a separate memory.
         """
         return answer(lambda: backend.remember(records, request_id, namespace))
 
@@ -77,20 +78,20 @@ def create_server(backend: Backend) -> Any:
         newest version of a fact on numbered logs. Put "context" in your prompt.
 
         query: the question (up to 20,000 characters). units: how many passages to read
-        (1 to 200; default: the plan's, usually 10).
+        (1 to 200; default: the plan's, usually 10). namespace: optional, a separate memory.
         """
         return answer(lambda: backend.recall(query, units, namespace))
 
     @server.tool()
     def search_memory(query: str, units: int | None = None, namespace: str | None = None) -> dict[str, Any]:
         """The passages memory would select for a question, best first, each with its unit id,
-        record ids and which channels proposed it; not assembled. Same limits as recall."""
+        record ids and which channels proposed it; not assembled. Arguments and limits as recall."""
         return answer(lambda: backend.search(query, units, namespace))
 
     @server.tool()
     def memory_info(namespace: str | None = None) -> dict[str, Any]:
         """What this memory holds: namespaces, record count and content hash, the plan (structure,
-        unit and read budgets) and the models reads use."""
+        unit and read budgets) and the models reads use. namespace: optional, which memory."""
         return answer(lambda: backend.info(namespace))
 
     return server
