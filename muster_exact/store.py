@@ -363,9 +363,11 @@ class Store:
             seq, sha = head.last_seq, head.sha256
             now = time.time()
             ids = []
+            given = {item["id"] for item in items if "id" in item}
             for item in items:
                 seq += 1
-                item.setdefault("id", f"r{seq}")
+                if "id" not in item:
+                    item["id"] = self._free_id(f"r{seq}", given)
                 body = canonical(item)
                 record_sha = hashlib.sha256(body.encode()).hexdigest()
                 try:
@@ -423,6 +425,14 @@ class Store:
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._memory = self._plan = None
         return DeleteResult(tuple(wanted), self.head(), vectors, scores)
+
+    def _free_id(self, wanted: str, taken: set[str]) -> str:
+        """``wanted``, or ``wanted.2``, ``wanted.3``... when a caller's own id already uses it."""
+        candidate, n = wanted, 1
+        while candidate in taken or self._has(candidate):
+            n += 1
+            candidate = f"{wanted}.{n}"
+        return candidate
 
     def _has(self, record_id: str) -> bool:
         row = self._db.execute(

@@ -328,6 +328,14 @@ def test_deleted_text_leaves_no_trace(tmp_path: Path) -> None:
     assert b"ZEBRA-7741" not in raw
 
 
+def test_generated_ids_never_collide_with_given_ones(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "ids.muster") as store:
+        store.add({"id": "r2", "text": "given the id the store would generate next"})
+        result = store.add(["no id", {"id": "r3", "text": "given in the same add"}, "no id either"])
+        assert result.ids == ("r2.2", "r3", "r4")
+        assert len({r["id"] for r in store.records()}) == 4
+
+
 def test_namespaces_never_mix(tmp_path: Path) -> None:
     path = tmp_path / "shared.muster"
     with Store.open(path, "user-1", models=MODELS) as one, Store.open(path, "user-2", models=MODELS) as two:
