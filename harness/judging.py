@@ -103,14 +103,16 @@ def read_verdict(slot: str, reply: dict[str, Any]) -> float | None:
     return None
 
 
-def _majority(values: list[float]) -> float | None:
-    return None if not values else float(sum(values) > len(values) / 2)
+def majority(verdicts: list[float | None] | None) -> float | None:
+    """1 when most of the judge's runs said correct (failed runs left out; all failed: no value)."""
+    kept = [v for v in verdicts or [] if v is not None]
+    return None if not kept else float(sum(kept) > len(kept) / 2)
 
 
 def _verdict_metrics(name: str, verdicts: list[float | None]) -> dict[str, float | None]:
     """Majority and mean over the judge's runs (failed runs left out; all failed: no value)."""
     kept = [v for v in verdicts if v is not None]
-    return {name: _majority(kept), f"{name}_mean": statistics.fmean(kept) if kept else None}
+    return {name: majority(kept), f"{name}_mean": statistics.fmean(kept) if kept else None}
 
 
 def question_metrics(

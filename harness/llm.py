@@ -21,6 +21,7 @@ that holds the API key, and the sampling settings. Three promises:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -362,15 +363,9 @@ def run_bounded(items: Iterable[T], work: Callable[[T], Any], concurrency: int) 
 
 
 def endpoint_from(section: Any) -> Endpoint:
-    """An :class:`Endpoint` from a reader or judge config section (harness.config.LLMConfig)."""
-    return Endpoint(
-        model=str(section.model),
-        base_url=section.base_url or None,
-        api_key_env=section.api_key_env or None,
-        temperature=float(section.temperature),
-        max_tokens=int(section.max_tokens),
-        seed=None if section.seed is None else int(section.seed),
-        timeout_s=float(section.timeout_s),
-        max_retries=int(section.max_retries),
-        concurrency=int(section.concurrency),
-    )
+    """An :class:`Endpoint` from a reader or judge config section (harness.config.LLMConfig, whose
+    fields include every Endpoint field); an empty base URL or key variable means none."""
+    values = {field.name: section[field.name] for field in dataclasses.fields(Endpoint)}
+    values["base_url"] = values["base_url"] or None
+    values["api_key_env"] = values["api_key_env"] or None
+    return Endpoint(**values)

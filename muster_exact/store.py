@@ -366,19 +366,7 @@ class Store:
             given = {item["id"] for item in items if "id" in item}
             for item in items:
                 seq += 1
-                if "id" not in item:
-                    item["id"] = self._free_id(f"r{seq}", given)
-                body = canonical(item)
-                record_sha = hashlib.sha256(body.encode()).hexdigest()
-                try:
-                    self._db.execute(
-                        "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (self.namespace, seq, item["id"], body, record_sha, request_id, now),
-                    )
-                except sqlite3.IntegrityError:
-                    raise InputError(
-                        f"record id {item['id']!r} is already in namespace {self.namespace!r}; ids are unique"
-                    ) from None
+                record_sha = self._insert(item, seq, given, request_id, now)
                 sha = _chain(sha, record_sha)
                 ids.append(item["id"])
             new_head = Head(self.namespace, head.records + len(items), seq, sha)
@@ -426,13 +414,33 @@ class Store:
         self._memory = self._plan = None
         return DeleteResult(tuple(wanted), self.head(), vectors, scores)
 
-    def _free_id(self, wanted: str, taken: set[str]) -> str:
-        """``wanted``, or ``wanted.2``, ``wanted.3``... when a caller's own id already uses it."""
-        candidate, n = wanted, 1
-        while candidate in taken or self._has(candidate):
+    def _insert(
+        self, item: dict[str, Any], seq: int, given: set[str], request_id: str | None, now: float
+    ) -> str:
+        """Insert one record (the caller holds the transaction); its SHA-256.
+
+        A record without an id is named ``r<seq>``, or ``r<seq>.2``, ``.3``... when a caller's
+        own id already holds that name: the unique index says so, no lookup first.
+        """
+        generated = "id" not in item
+        base, n = f"r{seq}", 1
+        while True:
+            if generated:
+                item["id"] = base if n == 1 else f"{base}.{n}"
+            if not (generated and item["id"] in given):
+                body = canonical(item)
+                record_sha = hashlib.sha256(body.encode()).hexdigest()
+                inserted = self._db.execute(
+                    "INSERT OR IGNORE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (self.namespace, seq, item["id"], body, record_sha, request_id, now),
+                ).rowcount
+                if inserted:
+                    return record_sha
+                if not generated:
+                    raise InputError(
+                        f"record id {item['id']!r} is already in namespace {self.namespace!r}; ids are unique"
+                    )
             n += 1
-            candidate = f"{wanted}.{n}"
-        return candidate
 
     def _has(self, record_id: str) -> bool:
         row = self._db.execute(
@@ -473,6 +481,8 @@ class Store:
             return self._planned()
 
     def _planned(self) -> Plan:
+        if self._plan is not None and self._plan[0] == self._head().sha256:
+            return self._plan[1]  # unchanged: no need to read every record again
         head, records = self._snapshot()
         if self._plan is None or self._plan[0] != head.sha256:
             from muster_exact.memory import planned

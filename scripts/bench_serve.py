@@ -31,6 +31,7 @@ from pathlib import Path
 import httpx
 
 from muster_exact import __version__
+from muster_exact.corpora import locomo_sessions
 
 
 def free_port() -> int:
@@ -41,18 +42,11 @@ def free_port() -> int:
 
 def locomo_turns(data: Path) -> tuple[list[dict[str, str]], list[str]]:
     sample = json.loads((data / "locomo/locomo10.json").read_text(encoding="utf-8"))[0]
-    conversation = sample["conversation"]
-    turns = []
-    for n in range(1, 40):
-        for t in conversation.get(f"session_{n}") or []:
-            turns.append(
-                {
-                    "id": t["dia_id"],
-                    "speaker": t["speaker"],
-                    "time": conversation[f"session_{n}_date_time"],
-                    "text": t["text"],
-                }
-            )
+    turns = [
+        {"id": t["dia_id"], "speaker": t["speaker"], "time": date, "text": t["text"]}
+        for _, date, session in locomo_sessions(sample["conversation"])
+        for t in session
+    ]
     return turns, [qa["question"] for qa in sample["qa"]]
 
 

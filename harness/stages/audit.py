@@ -32,16 +32,14 @@ from harness.pinned import describe
 from harness.prompts import load as load_prompts
 from harness.stages.answer import pinned_files
 from harness.stages.judge import ERRATA_FILE, LOCOMO_FILE, judge_one
+from harness.stages.published import FILES
 from harness.tables import bootstrap_ci, markdown
 
 log = logging.getLogger(__name__)
 
-OUTPUTS = "locomo/outputs"
-WRONG = {
-    "ap-v1": f"{OUTPUTS}/locomo-audit_ap-baseline/v1/ap_eval_results_scored.json",
-    "ap-v2": f"{OUTPUTS}/locomo-audit_ap-baseline/v2/ap_eval_results_scored.json",
-}
-REAL = {"fc-gpt-4o-mini-cot": f"{OUTPUTS}/locomo-audit_fc-baseline/gpt-4o-mini-cot/eval_results.json"}
+# The published files (harness.stages.published) this audit judges again.
+WRONG = {name: FILES[name] for name in ("ap-v1", "ap-v2")}
+REAL = {name: FILES[name] for name in ("fc-gpt-4o-mini-cot",)}
 
 
 def audit_dir(cfg: DictConfig) -> Path:
@@ -140,7 +138,7 @@ def _summary_rows(
             "published_judge": round(published[category].value, 4),
         }
         for slot, column in (("verdict", "our_judge"), ("verdict_corrected", "our_judge_corrected")):
-            values = [_majority(verdicts[a.qid].get(slot)) for a in group]
+            values = [judging.majority(verdicts[a.qid].get(slot)) for a in group]
             kept = [v for v in values if v is not None]
             if not kept:
                 continue
@@ -150,11 +148,6 @@ def _summary_rows(
             row[f"{column}_failed"] = len(values) - len(kept)
         rows.append(row)
     return rows
-
-
-def _majority(values: list[float | None] | None) -> float | None:
-    kept = [v for v in values or [] if v is not None]
-    return None if not kept else float(sum(kept) > len(kept) / 2)
 
 
 def _report(cfg: DictConfig, frame: pd.DataFrame) -> str:

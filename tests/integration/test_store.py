@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from muster_exact import store as store_module
+from muster_exact.corpora import locomo_sessions
 from muster_exact.errors import InputError
 from muster_exact.memory import build, unit_texts
 from muster_exact.store import Store, StoreError
@@ -39,16 +40,11 @@ def locomo_records(limit: int | None = None) -> tuple[list[dict], list[str]]:
     root = data_root()
     assert root is not None, "benchmark data not found"
     sample = json.loads((root / "locomo/locomo10.json").read_text())[0]
-    conversation = sample["conversation"]
-    records = []
-    for n in range(1, 40):
-        turns = conversation.get(f"session_{n}")
-        if not turns:
-            continue
-        date = conversation[f"session_{n}_date_time"]
-        records += [
-            {"id": t["dia_id"], "speaker": t["speaker"], "time": date, "text": t["text"]} for t in turns
-        ]
+    records = [
+        {"id": t["dia_id"], "speaker": t["speaker"], "time": date, "text": t["text"]}
+        for _, date, turns in locomo_sessions(sample["conversation"])
+        for t in turns
+    ]
     questions = [qa["question"] for qa in sample["qa"][:3]]
     return records[:limit], questions
 
