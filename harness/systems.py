@@ -1,19 +1,31 @@
-"""The systems the harness runs: MUSTER, baselines and ablations, by name.
+"""The systems the harness runs: MUSTER (exact and native), baselines and ablations, by name.
 
-Their retrieval logic lives in the library (``muster_exact.variants``); the
-harness only names them and gives budgeted baselines MUSTER's token count.
+Their retrieval logic lives in the library (``muster_exact.variants`` and
+``muster_exact.rules``); the harness only names them, says which rules each
+runs, and gives budgeted baselines their token budget.
+
+* ``muster``: exact mode, the paper's method (``rules.EXACT``);
+* ``muster_native``: the same preset under native mode's rules (``rules.NATIVE``);
+* baselines (``full_context``, ``bm25``, ``dense``) run on the native
+  indexes (the strong analyser, pooled pieces: the strongest honest
+  baseline) at the larger of the two MUSTER contexts' tokens for the same
+  question, so neither MUSTER row is compared with a baseline given less room;
+* ablations take one step out of exact MUSTER, at its U.
 """
 
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass, field
 
-from muster_exact import variants
+from muster_exact import rules, variants
 from muster_exact.assemble import Context
+from muster_exact.channels import Recent
 from muster_exact.errors import InputError
 from muster_exact.memory import Memory
 
-SYSTEMS = variants.SYSTEMS
+NATIVE = "muster_native"
+SYSTEMS = (variants.SYSTEMS[0], NATIVE, *variants.SYSTEMS[1:])
 
 
 def check(name: str) -> str:
@@ -24,9 +36,31 @@ def check(name: str) -> str:
     return name
 
 
-def context(memory: Memory, system: str, query: str) -> tuple[Context, int | None]:
+def rules_of(system: str) -> rules.Rules:
+    """The retrieval rules a system's memory runs."""
+    return rules.NATIVE if system == NATIVE or system in variants.BUDGETED else rules.EXACT
+
+
+@dataclass
+class Memories:
+    """One store's memory under the exact and the native rules (one build, the same vectors)."""
+
+    exact: Memory
+    native: Memory
+    _budgets: Recent[int] = field(default_factory=Recent)
+
+    def budget(self, query: str) -> int:
+        """The baselines' token budget for ``query``: the larger MUSTER context (computed once)."""
+        return self._budgets.get(
+            query, lambda: max(self.exact.context(query).tokens, self.native.context(query).tokens)
+        )
+
+
+def context(memories: Memories, system: str, query: str) -> tuple[Context, int | None]:
     """The system's context and, for budgeted baselines, the token budget it had."""
     if system in variants.BUDGETED:
-        budget = memory.context(query).tokens
-        return variants.context(memory, system, query, budget=budget), budget
-    return variants.context(memory, system, query), None
+        budget = memories.budget(query)
+        return variants.context(memories.native, system, query, budget=budget), budget
+    if system == NATIVE:
+        return memories.native.context(query), None
+    return variants.context(memories.exact, system, query), None

@@ -14,6 +14,7 @@ from muster_exact.derive import derive
 from muster_exact.errors import InputError, MusterError
 from muster_exact.explain import explain
 from muster_exact.records import read_file
+from muster_exact.rerank import describe
 
 log = logging.getLogger("muster_exact.cli")
 
@@ -152,8 +153,8 @@ def _cmd_http(args: argparse.Namespace) -> int:
 
 def _render_query_explain(details: dict, tokens_in_context: int) -> str:  # type: ignore[type-arg]
     lines = [
-        f"retrieval: U = {details['units_read']}, order by {details['rerank']}"
-        + (" (reciprocal-rank fusion: no cross-encoder weights)" if details["rerank"] == "rrf" else ""),
+        f"retrieval: U = {details['units_read']}, "
+        f"order by {details['rerank']} ({describe(details['rerank'])})",
         f"graph seeds: {', '.join(details['graph_seeds']) or '(none: the query names no known entity)'}",
     ]
     for channel in details["channels"]:
@@ -217,7 +218,9 @@ def _cmd_verify_contexts(args: argparse.Namespace) -> int:
         ok = not result.differing and not result.missing
         failed |= not ok
         print(
-            f"{result.benchmark} {result.preset} {result.models}: "
+            f"{result.benchmark} {result.preset} {result.models}"
+            + ("" if result.rules == "exact" else f" ({result.rules} rules)")
+            + ": "
             f"{result.identical} of {result.total} identical" + ("" if ok else "  FAIL"),
             flush=True,
         )

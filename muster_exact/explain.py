@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from muster_exact.plan import Plan
+from muster_exact.rerank import describe
 
 _BRANCH_NAMES = {"numbered_log": "numbered log", "record_store": "record store", "prose": "prose"}
 
@@ -42,7 +43,20 @@ def explain(plan: Plan) -> str:
         + (f"{s.lines} non-empty lines, " if plan.layout == "text" else "")
         + f"{s.tokens} tokens -> "
         f"{s.units} units, {s.parents} parents, {s.oversize_records} oversize",
+        *_retrieval_lines(plan),
         "why:",
         *(f"  - {reason}" for reason in plan.reasons),
     ]
     return "\n".join(lines)
+
+
+def _retrieval_lines(plan: Plan) -> list[str]:
+    r = plan.retrieval
+    if r is None:
+        return []
+    embedder = f"embedder {r.embedder}" + (f", cross-encoder {r.reranker}" if r.reranker else "")
+    return [
+        f"retrieval: {embedder}; order by {describe(r.rerank)}",
+        f"  rules: pieces {r.pieces} (pooled by {r.pooling}), BM25 analyser {r.lexical}, "
+        f"floors {r.floors} (in {r.floor_order} order), graph floor {r.graph_floor}",
+    ]

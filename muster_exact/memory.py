@@ -1,13 +1,16 @@
 """``build()`` and ``Memory.context()``: the stages composed.
 
 build: records -> plan, units, parents (derive) -> BM25 index, parent graph,
-unit vectors (cached by model and text hash). context: the three channels
-propose max(2U, 20) units each -> cross-encoder (or RRF) order -> floors ->
-assembly in stored order.
+piece vectors (cached by model and text hash). context: the three channels
+propose max(2U, 20) units each -> cross-encoder order (without weights, a
+fusion of the channels' scores) -> floors -> assembly in stored order. Which
+rules run (``muster_exact.rules``) follows the mode: exact replays the
+paper's method, native adds the CPU improvements.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import os
@@ -24,9 +27,11 @@ from muster_exact.channels.graph import POLICIES, GraphChannel
 from muster_exact.cut import Cut
 from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, analyse
 from muster_exact.errors import InputError
-from muster_exact.models import Models, load_embedder, load_reranker, profile
+from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
+from muster_exact.pieces import Pieces, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
-from muster_exact.rerank import CROSS_ENCODER, RRF, Ranking, cross_encode, fuse
+from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
+from muster_exact.rules import CHOICES, Rules, for_mode
 from muster_exact.select import scaled_floors, select
 from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_cached
 
@@ -62,15 +67,17 @@ class Memory:
         cache: VectorCache,
         timings: dict[str, float],
         scores: ScoreCache | None = None,
+        rules: Rules | None = None,
     ):
         self.plan = plan
         self.cut = cut
         self.models = models
         self.timings = timings
+        self.rules = rules or rules_of(plan)
         texts = unit_texts(cut)
 
         started = time.perf_counter()
-        self._bm25 = BM25Channel(texts)
+        self._bm25 = BM25Channel(texts, self.rules.lexical)
         self.timings["bm25"] = time.perf_counter() - started
 
         started = time.perf_counter()
@@ -91,9 +98,14 @@ class Memory:
         self._embedder = load_embedder(models.embedder)
         self.timings["load_models"] = time.perf_counter() - started
         started = time.perf_counter()
-        vectors, self.embedded = embed_cached(texts, models.embedder.id, self._embedder.embed, cache)
+        self.pieces = embedding_pieces(cut, models, self.rules)
+        self.timings["pieces"] = time.perf_counter() - started
+        started = time.perf_counter()
+        vectors, self.embedded = embed_cached(
+            self.pieces.texts, models.embedder.id, self._embedder.embed, cache
+        )
         self.timings["embed"] = time.perf_counter() - started
-        self._dense = DenseChannel(vectors, self._embedder)
+        self._dense = DenseChannel(vectors, self._embedder, self.pieces.start, self.rules.pooling)
         self._reranker = load_reranker(models.reranker) if models.reranker else None
         self._scores = scores
         self.scored = 0  # cross-encoder pairs computed (not read from the score cache)
@@ -102,11 +114,32 @@ class Memory:
         missing = iter(counted)
         # Each unit's own token count (what a token budget spends on it).
         self.unit_tokens = [u.tokens if u.tokens is not None else next(missing) for u in cut.units]
-        log.info("built %s: %d units, %d newly embedded", plan.branch, len(texts), self.embedded)
+        log.info(
+            "built %s: %d units, %d pieces, %d newly embedded",
+            plan.branch,
+            len(texts),
+            len(self.pieces.texts),
+            self.embedded,
+        )
 
     @property
     def unit_texts(self) -> list[str]:
         return list(self._texts)
+
+    def with_rules(self, **changes: str) -> Memory:
+        """This memory under other query-time rules (and another analyser, rebuilt from the
+        texts), sharing its cut and vectors. Changing ``pieces`` needs a new :func:`build`."""
+        rules = self.rules.replace(**changes)
+        if rules.pieces != self.rules.pieces:
+            raise InputError("the pieces rule shapes the vectors: build the memory again to change it")
+        other = copy.copy(self)
+        other.rules = rules
+        other.plan = dataclasses.replace(self.plan, retrieval=_with_rules(self.plan.retrieval, rules))
+        if rules.lexical != self.rules.lexical:
+            other._bm25 = BM25Channel(self._texts, rules.lexical)
+        if rules.pooling != self.rules.pooling:
+            other._dense = self._dense.pooled(rules.pooling)
+        return other
 
     def channel(self, name: str) -> DenseChannel | BM25Channel | GraphChannel:
         channels: dict[str, DenseChannel | BM25Channel | GraphChannel] = {
@@ -127,7 +160,7 @@ class Memory:
 
     def rank(self, query: str, proposals: list[Proposals]) -> Ranking:
         if self._reranker is None:
-            return fuse(proposals)
+            return fuse(proposals, self.rules.fusion)
         if self._scores is None:
             return cross_encode(query, proposals, self._texts.__getitem__, self._reranker.score)
         reranker, scores = self._reranker, self._scores
@@ -151,17 +184,42 @@ class Memory:
         ranking = self.rank(query, proposals)
         timings["rerank"] = time.perf_counter() - started
         started = time.perf_counter()
-        chosen = select(proposals, ranking, scaled_floors(self.plan.floors, units_read), units_read)
+        chosen = select(
+            proposals,
+            ranking,
+            self.floors(query, units_read),
+            units_read,
+            own_order=self._reranker is None and self.rules.floor_order == "own",
+        )
         plan = self.plan if units is None else dataclasses.replace(self.plan, units_read=units_read)
         context = assemble(query, self.cut, plan, chosen, ranking, proposals)
         timings["select+assemble"] = time.perf_counter() - started
         return dataclasses.replace(context, timings=timings), proposals, ranking, units_read
 
+    def floors(self, query: str, units_read: int) -> tuple[int, ...]:
+        """Each channel's floor for this query: the plan's floors scaled to U, the graph's
+        released to the fill when the ``graph_floor`` rule says so: ``slots`` reserves it only
+        where parents are slots (numbered logs), ``selective`` only when the query's rarest
+        entity lies in at most as many parents as the floor has units, ``off`` never."""
+        floors = scaled_floors(self.plan.floors, units_read)
+        if self.rules.floors == "none":
+            return (0,) * len(floors)
+        rule = self.rules.graph_floor
+        if rule == "always" or floors[2] == 0:
+            return floors
+        if rule == "slots":
+            reserved = self.plan.parent_rule == "slot"
+        elif rule == "selective":
+            reserved = self._graph.selective(query, floors[2])
+        else:
+            reserved = False
+        return floors if reserved else (*floors[:2], 0)
+
     def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
         """The context, with each channel's floor and proposals, the rerank order and why each
         unit was kept, from one retrieval pass."""
         context, proposals, ranking, units_read = self._retrieve(query, units)
-        floors = scaled_floors(self.plan.floors, units_read)
+        floors = self.floors(query, units_read)
         return context, {
             "units_read": units_read,
             "rerank": ranking.method,
@@ -200,6 +258,7 @@ def planned(
     mode: Mode | None = None,
     units: int | None = None,
     policy: Literal["flrs", "flr"] | None = None,
+    rules: Rules | None = None,
 ) -> tuple[Plan, Cut, Models, dict[str, float]]:
     """What :func:`build` derives before any model runs: the plan (with its retrieval settings),
     the cut, the model profile and the derive timings. Cheap: no model is loaded."""
@@ -218,17 +277,38 @@ def planned(
     units_read = _checked_units(units) if units is not None else (fixed.units_read if fixed else None)
     plan = derived.plan
     units_read = units_read or plan.units_read
-    retrieval = Retrieval(
+    base = Retrieval(
         preset=preset,
         policy=chosen_policy,
         pool=pool_size(units_read),
         models=chosen_models.name,
         embedder=chosen_models.embedder.id,
         reranker=chosen_models.reranker.id if chosen_models.reranker else None,
-        rerank=CROSS_ENCODER if chosen_models.reranker else RRF,
+        rerank=CROSS_ENCODER,
     )
+    retrieval = _with_rules(base, rules or for_mode(chosen_mode))
     plan = dataclasses.replace(plan, units_read=units_read, retrieval=retrieval)
     return plan, derived.cut, chosen_models, dict(derived.timings)
+
+
+def rules_of(plan: Plan) -> Rules:
+    """The rules a plan records (a plan from derive alone: its mode's)."""
+    if plan.retrieval is None:
+        return for_mode(plan.mode)
+    return Rules(**{name: getattr(plan.retrieval, name) for name in CHOICES})
+
+
+def _with_rules(retrieval: Retrieval | None, rules: Rules) -> Retrieval | None:
+    if retrieval is None:
+        return None
+    rerank = retrieval.rerank if retrieval.reranker else rules.fusion
+    return dataclasses.replace(retrieval, rerank=rerank, **rules.to_dict())  # type: ignore[arg-type]
+
+
+def embedding_pieces(cut: Cut, models: Models, rules: Rules) -> Pieces:
+    """What the embedder is shown of each unit (muster_exact.pieces), by the model's own window."""
+    window = load_window(models.embedder) if rules.pieces == "records" else None
+    return pieces_of(cut, window, rules.pieces)  # type: ignore[arg-type]
 
 
 def unit_texts(cut: Cut) -> list[str]:
@@ -246,6 +326,7 @@ def build(
     policy: Literal["flrs", "flr"] | None = None,
     cache: VectorCache | Path | str | bool | None = None,
     scores: ScoreCache | None = None,
+    rules: Rules | None = None,
 ) -> Memory:
     """Build a memory from text, records, a Path or a Source.
 
@@ -253,7 +334,10 @@ def build(
     mode; ``models`` overrides the model profile (``"cpu-small"``, ``"paper"``
     or a :class:`Models`); ``cache`` is the vector cache (default: a SQLite
     file under $MUSTER_HOME; ``False``: memory only); ``scores`` caches
-    cross-encoder scores (the Store keeps both in its file).
+    cross-encoder scores (the Store keeps both in its file); ``rules`` (a
+    :class:`~muster_exact.rules.Rules`) overrides the mode's retrieval rules.
     """
-    plan, cut, chosen_models, timings = planned(data, preset, models, mode=mode, units=units, policy=policy)
+    plan, cut, chosen_models, timings = planned(
+        data, preset, models, mode=mode, units=units, policy=policy, rules=rules
+    )
     return Memory(plan, cut, chosen_models, _cache(cache), timings, scores)

@@ -54,7 +54,16 @@ class Retrieval:
     models: str
     embedder: str
     reranker: str | None
-    rerank: str  # "cross-encoder", or "rrf" when no cross-encoder weights are given
+    rerank: str  # "cross-encoder", or the fusion ("rrf", "minmax", ...) when no weights are given
+    # The retrieval rules (muster_exact.rules). A plan written before they existed lacks
+    # them and reads as what that version ran: whole units, lower-case words, RRF.
+    pieces: str = "unit"
+    pooling: str = "max"
+    lexical: str = "words"
+    fusion: str = "rrf"
+    floors: str = "reserved"
+    floor_order: str = "fused"
+    graph_floor: str = "always"
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,24 @@
 
 With cross-encoder weights, every proposed unit is scored against the query
 and ordered by that score. Without them (these machines have none), the
-honest fallback is reciprocal-rank fusion of the channels' own rankings,
-``sum 1 / (60 + rank)``; the plan and ``explain`` name which one ran.
+channels are fused, and the plan and ``explain`` name the rule that ran:
+
+* ``rrf``: reciprocal-rank fusion of the channels' rankings,
+  ``sum 1 / (60 + rank)`` (exact mode: it reads ranks only);
+* ``minmax``: each channel's scores scaled to [0, 1] over its own proposals
+  (best 1, worst 0) and summed over the channels that proposed the unit, an
+  absent channel adding 0 (Weaviate's "relative score fusion"); a channel
+  whose proposals all score alike gives each 1;
+* ``zscore``: the same sum over ``(score - min) / std`` of each channel's
+  proposals: the channel's spread, not its range, sets its scale.
+
 Ties break by stored position (unit id).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +28,21 @@ from muster_exact.channels import Proposals
 RRF_K = 60
 CROSS_ENCODER = "cross-encoder"
 RRF = "rrf"
+MINMAX = "minmax"
+ZSCORE = "zscore"
+FUSIONS = (RRF, MINMAX, ZSCORE)
+_IN_WORDS = {
+    CROSS_ENCODER: "cross-encoder scores",
+    RRF: "reciprocal-rank fusion",
+    MINMAX: "min-max score fusion",
+    ZSCORE: "z-score fusion",
+}
+
+
+def describe(method: str) -> str:
+    """The ordering rule in words, as ``--explain`` and ``explain`` print it."""
+    words = _IN_WORDS.get(method, method)
+    return words if method == CROSS_ENCODER else f"{words}: no cross-encoder weights"
 
 
 @dataclass(frozen=True)
@@ -40,12 +65,28 @@ def _ordered(scores: dict[int, float], method: str) -> Ranking:
     return Ranking(method, order, scores)
 
 
-def fuse(proposals: Sequence[Proposals]) -> Ranking:
+def fuse(proposals: Sequence[Proposals], method: str = RRF) -> Ranking:
+    """The candidates in fused order (no cross-encoder)."""
+    if method not in FUSIONS:
+        raise ValueError(f"unknown fusion {method!r}")
     scores: dict[int, list[float]] = {}
     for channel in proposals:
-        for rank, unit in enumerate(channel.units, start=1):
-            scores.setdefault(unit, []).append(1.0 / (RRF_K + rank))
-    return _ordered({u: math.fsum(v) for u, v in scores.items()}, RRF)
+        for unit, value in zip(channel.units, _normalised(channel, method), strict=True):
+            scores.setdefault(unit, []).append(value)
+    return _ordered({u: math.fsum(v) for u, v in scores.items()}, method)
+
+
+def _normalised(channel: Proposals, method: str) -> list[float]:
+    if method == RRF:
+        return [1.0 / (RRF_K + rank) for rank in range(1, len(channel.units) + 1)]
+    values = list(channel.scores)
+    if not values:
+        return []
+    low = min(values)
+    spread = max(values) - low if method == MINMAX else statistics.pstdev(values)
+    if spread <= 0:
+        return [1.0] * len(values)
+    return [(v - low) / spread for v in values]
 
 
 def cross_encode(

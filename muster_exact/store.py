@@ -551,9 +551,8 @@ class Store:
         return self._caches  # type: ignore[no-any-return]
 
     def _remember_units(self, memory: Memory) -> None:
-        """Which unit texts this namespace uses now: what ``delete`` keeps in the caches."""
-        keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in memory.unit_texts})
-        self._replace_unit_keys(keys)
+        """Which unit and piece texts this namespace uses now: what ``delete`` keeps in the caches."""
+        self._replace_unit_keys(_live_keys(memory.unit_texts, memory.pieces.texts))
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
         with _transaction(self._db):
@@ -567,10 +566,11 @@ class Store:
         records = list(self.records())
         keys: list[str] = []
         if records:
-            from muster_exact.memory import planned, unit_texts
+            from muster_exact.memory import embedding_pieces, planned, rules_of, unit_texts
 
-            cut = planned(records, self.preset, self.models)[1]
-            keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in unit_texts(cut)})
+            plan, cut, models, _ = planned(records, self.preset, self.models)
+            # The pieces need the embedder's tokenizer only, never the model itself.
+            keys = _live_keys(unit_texts(cut), embedding_pieces(cut, models, rules_of(plan)).texts)
         self._replace_unit_keys(keys)
         self._open_caches()
         with _transaction(self._db):
@@ -581,6 +581,11 @@ class Store:
                 "DELETE FROM rerank_scores WHERE text_sha256 NOT IN (SELECT sha256 FROM unit_keys)"
             ).rowcount
         return int(vectors), int(scores)
+
+
+def _live_keys(unit_texts: list[str], piece_texts: tuple[str, ...]) -> list[str]:
+    """Text hashes the caches key by: unit texts (cross-encoder scores) and pieces (vectors)."""
+    return sorted({hashlib.sha256(t.encode()).hexdigest() for t in (*unit_texts, *piece_texts)})
 
 
 def _replayed(result: dict[str, Any]) -> AddResult:

@@ -1,10 +1,14 @@
 """``muster verify contexts``: recompute contexts and compare their SHA-256 to the manifests.
 
-A manifest (``manifests/contexts/<benchmark>/<preset>/<models>.json``, pinned
-from a harness run by ``scripts/pin_contexts.py``) lists, per question id, the
-SHA-256 of the context MUSTER gave, and the stores it covers. This check
-rebuilds those stores with the library alone and compares question by
-question.
+A manifest (``manifests/contexts/<benchmark>/<preset>/<models>.json`` for
+exact MUSTER, ``<models>.native.json`` for the same preset under native
+rules, pinned from a harness run by ``scripts/pin_contexts.py``) lists, per
+question id, the SHA-256 of the context MUSTER gave, the rule set, and the
+stores it covers. This check rebuilds those stores with the library alone and
+compares question by question.
+
+Schema 2 (issue 11) added the rule set; a schema 1 manifest was pinned before
+units were embedded as pieces and is refused with a word to re-pin.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 from muster_exact.corpora import benchmark_stores
 from muster_exact.errors import ManifestError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+RULE_SETS = ("exact", "native")
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class ContextCheck:
     benchmark: str
     preset: str
     models: str
+    rules: str
     total: int
     identical: int
     differing: tuple[str, ...]  # question ids, in benchmark order
@@ -48,22 +54,40 @@ def load(path: Path) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
-    if data.get("schema_version") != SCHEMA_VERSION or not isinstance(data.get("hashes"), dict):
-        raise ManifestError(f"{path}: not a context manifest (schema_version {SCHEMA_VERSION} with 'hashes')")
+    if data.get("schema_version") == 1:
+        raise ManifestError(
+            f"{path}: pinned by an older MUSTER (schema 1, before pieces and rule sets); "
+            "re-pin it with scripts/pin_contexts.py from a fresh run"
+        )
+    if (
+        data.get("schema_version") != SCHEMA_VERSION
+        or not isinstance(data.get("hashes"), dict)
+        or data.get("rules") not in RULE_SETS
+    ):
+        raise ManifestError(
+            f"{path}: not a context manifest (schema_version {SCHEMA_VERSION} with 'rules' and 'hashes')"
+        )
     return data
+
+
+def path_for(root: Path, benchmark: str, preset: str, models: str, rules: str) -> Path:
+    suffix = "" if rules == "exact" else f".{rules}"
+    return root / "contexts" / benchmark / preset / f"{models}{suffix}.json"
 
 
 def check(path: Path, data_dir: Path) -> ContextCheck:
     from muster_exact.memory import build
+    from muster_exact.rules import EXACT, NATIVE
 
     manifest = load(path)
+    rules = EXACT if manifest["rules"] == "exact" else NATIVE
     pinned: dict[str, str] = manifest["hashes"]
     wanted = set(manifest["stores"])
     seen: dict[str, str] = {}
     for store in benchmark_stores(manifest["benchmark"], data_dir):
         if store.name not in wanted:
             continue
-        memory = build(store.source, preset=manifest["preset"], models=manifest["models"])
+        memory = build(store.source, preset=manifest["preset"], models=manifest["models"], rules=rules)
         for question in store.questions:
             if question.id in pinned:
                 seen[question.id] = hashlib.sha256(memory.context(question.text).text.encode()).hexdigest()
@@ -73,6 +97,7 @@ def check(path: Path, data_dir: Path) -> ContextCheck:
         manifest["benchmark"],
         manifest["preset"],
         manifest["models"],
+        manifest["rules"],
         len(pinned),
         len(pinned) - len(differing) - len(missing),
         differing,
@@ -80,7 +105,9 @@ def check(path: Path, data_dir: Path) -> ContextCheck:
     )
 
 
-def write(path: Path, benchmark: str, preset: str, models: str, lines: Iterator[dict[str, Any]]) -> int:
+def write(
+    path: Path, benchmark: str, preset: str, models: str, rules: str, lines: Iterator[dict[str, Any]]
+) -> int:
     hashes: dict[str, str] = {}
     stores: list[str] = []
     for line in lines:
@@ -93,6 +120,7 @@ def write(path: Path, benchmark: str, preset: str, models: str, lines: Iterator[
         "benchmark": benchmark,
         "preset": preset,
         "models": models,
+        "rules": rules,
         "stores": stores,
         "hashes": hashes,
     }

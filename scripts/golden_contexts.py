@@ -1,9 +1,10 @@
 """Context SHA-256 for every preset on a fixed question set (the determinism golden).
 
 Stores: LoCoMo conv-26, FactConsolidation sh_6k, BEAM-100K-1; questions: the
-first 5 of each. Profile cpu-small (the machine's models). Prints JSON
-{preset: {store: {question index: sha256}}}; ``--write`` pins it in
-tests/golden/contexts.json.
+first 5 of each. Profile cpu-small (the machine's models). Each preset runs
+under both rule sets (``muster_exact.rules``: exact and native), whatever the
+detection mode. Prints JSON {rules: {preset: {store: {question index:
+sha256}}}}; ``--write`` pins it in tests/golden/contexts.json.
 
     python scripts/golden_contexts.py --data ../shared/data [--mode native|exact] [--write]
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from muster_exact import presets
 from muster_exact.corpora import beam_stores, locomo_stores, mab_stores
 from muster_exact.memory import build
+from muster_exact.rules import EXACT, NATIVE
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden" / "contexts.json"
 QUESTIONS_PER_STORE = 5
@@ -46,17 +48,22 @@ def question_sets(data: Path) -> list[tuple[str, object, list[str]]]:
     ]
 
 
-def compute(data: Path, mode: str | None, cache: str | None) -> dict[str, dict[str, dict[str, str]]]:
+def compute(
+    data: Path, mode: str | None, cache: str | None
+) -> dict[str, dict[str, dict[str, dict[str, str]]]]:
     sets = question_sets(data)
-    out: dict[str, dict[str, dict[str, str]]] = {}
+    out: dict[str, dict[str, dict[str, dict[str, str]]]] = {"exact": {}, "native": {}}
     for name in presets.names():
-        out[name] = {}
+        for rules in out.values():
+            rules[name] = {}
         for store, source, questions in sets:
-            memory = build(source, preset=name, models="cpu-small", mode=mode, cache=cache)  # type: ignore[arg-type]
-            out[name][store] = {
-                str(i): hashlib.sha256(memory.context(q).text.encode("utf-8")).hexdigest()
-                for i, q in enumerate(questions)
-            }
+            exact = build(source, preset=name, models="cpu-small", mode=mode, cache=cache, rules=EXACT)  # type: ignore[arg-type]
+            memories = {"exact": exact, "native": exact.with_rules(**NATIVE.query_rules())}
+            for rules, memory in memories.items():
+                out[rules][name][store] = {
+                    str(i): hashlib.sha256(memory.context(q).text.encode("utf-8")).hexdigest()
+                    for i, q in enumerate(questions)
+                }
     return out
 
 

@@ -1,6 +1,7 @@
 """Pin a harness run's per-question context SHA-256 in manifests/contexts/ (run on purpose).
 
 python scripts/pin_contexts.py results/runs/locomo/locomo.u10/cpu-small/muster/<key>
+(a muster run pins the exact rules, a muster_native run the native ones)
 """
 
 from __future__ import annotations
@@ -13,20 +14,29 @@ from harness import runs
 from muster_exact import verify_contexts
 
 MANIFESTS = Path(__file__).resolve().parent.parent / "manifests"
+PINNED = {"muster": "exact", "muster_native": "native"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("run", type=Path, help="a run directory of system muster")
+    parser.add_argument("run", type=Path, nargs="+", help="run directories of system muster or muster_native")
     args = parser.parse_args()
-    identity = json.loads((args.run / "run.json").read_text())["identity"]
-    if identity["system"] != "muster":
-        raise SystemExit("only MUSTER's own contexts are pinned")
+    for run in args.run:
+        pin(run)
+
+
+def pin(run: Path) -> None:
+    identity = json.loads((run / "run.json").read_text())["identity"]
+    if identity["system"] not in PINNED:
+        raise SystemExit("only MUSTER's own contexts are pinned (systems muster and muster_native)")
+    rules = PINNED[identity["system"]]
     benchmark, preset, models = identity["benchmark"]["name"], identity["preset"], identity["models"]
-    path = MANIFESTS / "contexts" / benchmark / preset / f"{models}.json"
-    n = verify_contexts.write(path, benchmark, preset, models, runs.complete_lines(args.run / runs.CONTEXTS))
+    path = verify_contexts.path_for(MANIFESTS, benchmark, preset, models, rules)
+    n = verify_contexts.write(
+        path, benchmark, preset, models, rules, runs.complete_lines(run / runs.CONTEXTS)
+    )
     print(f"pinned {n} context hashes in {path}")
 
 

@@ -3,10 +3,12 @@
 1. ``muster verify cuts`` over every benchmark store, and the published
    LoCoMo judge outputs re-scored offline (``stage=published``);
 2. per benchmark (LoCoMo, LoCoMo-Refined, the 8 FactConsolidation stores,
-   BEAM-100K) at U = 10 with the cpu-small profile: the ``contexts`` stage for
-   MUSTER and every baseline and ablation (one Hydra multirun each), then the
-   side-by-side ``tables``;
-3. every MUSTER per-question context hash against manifests/contexts/;
+   BEAM-100K) at U = 10, 20 and 40 (the benchmark's three presets) with the
+   cpu-small profile: the ``contexts`` stage for MUSTER (exact and native)
+   and every baseline and ablation (one Hydra multirun per benchmark), then
+   the side-by-side ``tables`` per preset;
+3. every MUSTER per-question context hash (exact and native rules) against
+   manifests/contexts/;
 4. a short summary. Exit status 1 on any difference.
 
 A rerun reuses the vector cache and the finished runs.
@@ -15,7 +17,6 @@ A rerun reuses the vector cache and the finished runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -27,9 +28,13 @@ sys.path.insert(0, str(REPO))
 
 from harness import runs  # noqa: E402
 from harness.systems import SYSTEMS  # noqa: E402
+from muster_exact import verify_contexts  # noqa: E402
 
-RUNS = (("locomo", "locomo.u10"), ("locomo_refined", "locomo.u10"), ("mab", "mab.u10"), ("beam", "beam.u10"))
+# benchmark -> its preset family; every family has u10, u20 and u40.
+BENCHMARKS = (("locomo", "locomo"), ("locomo_refined", "locomo"), ("mab", "mab"), ("beam", "beam"))
+UNITS = (10, 20, 40)
 MODELS = "cpu-small"
+PINNED = {"muster": "exact", "muster_native": "native"}
 
 
 def step(title: str, command: list[str]) -> float:
@@ -41,7 +46,7 @@ def step(title: str, command: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def muster_run(benchmark: str, preset: str, results: str) -> Path:
+def muster_run(benchmark: str, preset: str, results: str, system: str) -> Path:
     from hydra import compose, initialize_config_dir
 
     from harness.config import register
@@ -54,18 +59,18 @@ def muster_run(benchmark: str, preset: str, results: str) -> Path:
                 f"benchmark={benchmark}",
                 f"preset={preset}",
                 f"models={MODELS}",
-                "system=muster",
+                f"system={system}",
                 f"paths.results={results}",
             ],
         )
     return runs.run_dir(cfg)
 
 
-def check_hashes(benchmark: str, preset: str, run: Path) -> tuple[int, int, list[str]]:
-    manifest = REPO / "manifests" / "contexts" / benchmark / preset / f"{MODELS}.json"
+def check_hashes(benchmark: str, preset: str, run: Path, rules: str) -> tuple[int, int, list[str]]:
+    manifest = verify_contexts.path_for(REPO / "manifests", benchmark, preset, MODELS, rules)
     if not manifest.is_file():
         return 0, 0, [f"(no pinned hashes at {manifest.relative_to(REPO)}: pin with scripts/pin_contexts.py)"]
-    pinned = json.loads(manifest.read_text())["hashes"]
+    pinned = verify_contexts.load(manifest)["hashes"]
     got = {line["qid"]: line["sha256"] for line in runs.complete_lines(run / runs.CONTEXTS)}
     differing = [q for q in pinned if got.get(q) != pinned[q]]
     return len(pinned) - len(differing), len(pinned), differing
@@ -87,31 +92,38 @@ def main() -> None:
         [python, "-m", "harness", "stage=published", f"paths.data_root={args.data}"],
     )
     summary = []
-    for benchmark, preset in RUNS:
+    for benchmark, family in BENCHMARKS:
+        presets = [f"{family}.u{u}" for u in UNITS]
         common = [
             f"benchmark={benchmark}",
-            f"preset={preset}",
             f"models={MODELS}",
             f"paths.data_root={args.data}",
             f"paths.results={args.results}",
         ]
         seconds = step(
-            f"{benchmark}: contexts for {len(SYSTEMS)} systems",
-            [python, "-m", "harness", "-m", *common, "system=" + ",".join(SYSTEMS), "stage.progress=false"],
-        )
-        step(f"{benchmark}: tables", [python, "-m", "harness", *common, "stage=tables"])
-        identical, total, differing = check_hashes(
-            benchmark, preset, muster_run(benchmark, preset, args.results)
-        )
-        summary.append((benchmark, preset, identical, total, differing, seconds))
+            f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets",
+            [
+                python, "-m", "harness", "-m", *common,
+                "preset=" + ",".join(presets), "system=" + ",".join(SYSTEMS), "stage.progress=false",
+            ],
+        )  # fmt: skip
+        for preset in presets:
+            step(
+                f"{benchmark} {preset}: tables",
+                [python, "-m", "harness", *common, f"preset={preset}", "stage=tables"],
+            )
+            for system, rules in PINNED.items():
+                run = muster_run(benchmark, preset, args.results, system)
+                identical, total, differing = check_hashes(benchmark, preset, run, rules)
+                summary.append((benchmark, f"{preset} {rules}", identical, total, differing, seconds))
     print("\n== summary")
     failed = False
     for benchmark, preset, identical, total, differing, seconds in summary:
         flag = "OK" if not differing else "FAIL"
         failed |= bool(differing)
         print(
-            f"{benchmark:<15} {preset:<11} {identical} of {total} context hashes identical  {flag}  "
-            f"({seconds:.0f} s)"
+            f"{benchmark:<15} {preset:<18} {identical} of {total} context hashes identical  {flag}  "
+            f"(benchmark's contexts: {seconds:.0f} s)"
         )
         for qid in differing[:5]:
             print(f"    differs: {qid}")

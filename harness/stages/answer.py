@@ -113,14 +113,14 @@ def jobs(
                 f"{len(missing)} questions of {store.name} have no saved context (e.g. {missing[0]}); "
                 "finish stage=contexts first"
             )
-        memory = None
+        memories = None
         for question in todo:
             line = saved[question.id]
             text = line.get("text")
             if text is None:
-                if memory is None:
-                    memory, _, _ = memory_for(store, cfg, None)
-                text = systems.context(memory, system, question.text)[0].text
+                if memories is None:
+                    memories, _, _ = memory_for(store, cfg, None)
+                text = systems.context(memories, system, question.text)[0].text
             sha = hashlib.sha256(text.encode()).hexdigest()
             if sha != line["sha256"]:
                 raise MusterError(

@@ -24,31 +24,36 @@ from tqdm import tqdm
 from harness import benchmarks, record, runs, systems
 from harness.data import DataRoot
 from harness.scores import question_scores
+from harness.systems import Memories
 from harness.tables import write_run_tables
 from muster_exact.corpora import Store
-from muster_exact.memory import Memory, build
+from muster_exact.memory import build
+from muster_exact.rules import EXACT, NATIVE
 
 log = logging.getLogger(__name__)
 
 # Built memories, reused across the jobs of one multirun process (systems share stores).
-_MEMORIES: OrderedDict[tuple[str, ...], tuple[Memory, float]] = OrderedDict()
+_MEMORIES: OrderedDict[tuple[str, ...], tuple[Memories, float]] = OrderedDict()
 _MEMORY_SLOTS = 64
 
 
-def memory_for(store: Store, cfg: DictConfig, cache_path: Path | None) -> tuple[Memory, float, bool]:
+def memory_for(store: Store, cfg: DictConfig, cache_path: Path | None) -> tuple[Memories, float, bool]:
+    """The store's memory under exact and native rules: one build (the vectors), the native
+    rules applied to it without embedding again."""
     digest = hashlib.sha256(store.source.text.encode()).hexdigest()
     slot = (store.name, digest, cfg.preset.name, cfg.models.name)
     if slot in _MEMORIES:
         _MEMORIES.move_to_end(slot)
-        memory, seconds = _MEMORIES[slot]
-        return memory, seconds, True
+        memories, seconds = _MEMORIES[slot]
+        return memories, seconds, True
     started = time.perf_counter()
-    memory = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path)
+    exact = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path, rules=EXACT)
+    memories = Memories(exact, exact.with_rules(**NATIVE.query_rules()))
     seconds = time.perf_counter() - started
-    _MEMORIES[slot] = (memory, seconds)
+    _MEMORIES[slot] = (memories, seconds)
     while len(_MEMORIES) > _MEMORY_SLOTS:
         _MEMORIES.popitem(last=False)
-    return memory, seconds, False
+    return memories, seconds, False
 
 
 def provenance(context: Any) -> dict[str, list[str]]:
@@ -81,7 +86,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
             counts["stores"] += 1
             if not todo:
                 continue
-            memory, build_s, reused = memory_for(store, cfg, cache_path)
+            memories, build_s, reused = memory_for(store, cfg, cache_path)
             # A memory reused from an earlier job of this process reports the build it cost then.
             timings.write(
                 json.dumps({"store": store.name, "build_s": round(build_s, 4), "reused": reused}) + "\n"
@@ -89,7 +94,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
             progress = tqdm(todo, desc=store.name, unit="q", disable=not cfg.stage.progress, leave=False)
             for question_index, question in progress:
                 t0 = time.perf_counter()
-                context, budget = systems.context(memory, system, question.text)
+                context, budget = systems.context(memories, system, question.text)
                 query_ms = 1000 * (time.perf_counter() - t0)
                 line: dict[str, Any] = {
                     "order": [store_index, question_index],

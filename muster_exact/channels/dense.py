@@ -1,42 +1,78 @@
-"""Dense retrieval: cosine between the query vector and unit vectors (both normalised)."""
+"""Dense retrieval: cosine between the query vector and piece vectors, pooled per unit.
+
+A unit the embedder reads whole is one piece; a longer one is several
+(``muster_exact.pieces``). A unit's score is the max of its pieces' cosines
+(``max``), or their mean (``mean``, measured as the alternative).
+"""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import TYPE_CHECKING
+import copy
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
-from muster_exact.channels import Proposals, top_k
+from muster_exact.channels import Proposals, Recent, top_k
 
 if TYPE_CHECKING:
     import numpy as np
 
     from muster_exact.models import Embedder
 
-
-QUERY_CACHE = 4096
+Pooling = Literal["max", "mean"]
+POOLINGS: tuple[Pooling, ...] = ("max", "mean")
 
 
 class DenseChannel:
     name = "dense"
 
-    def __init__(self, vectors: np.ndarray, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        vectors: np.ndarray,
+        embedder: Embedder,
+        piece_start: Sequence[int] | None = None,
+        pooling: str = "max",
+    ) -> None:
+        import numpy as np
+
         self._vectors = vectors
         self._embedder = embedder
-        # The same question is often asked again (systems compared on one store).
-        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.pooling = pooling
+        n_pieces = len(vectors)
+        # piece_start[u] is unit u's first row; None: one row per unit.
+        self._start = np.asarray(piece_start if piece_start is not None else range(n_pieces), dtype=np.int64)
+        self._one_per_unit = len(self._start) == n_pieces
+        counts = np.diff(np.append(self._start, n_pieces))
+        self._counts = np.maximum(counts, 1)
+        self._query_vectors: Recent[np.ndarray] = Recent()
+        self._proposed: Recent[Proposals] = Recent()
+
+    def pooled(self, pooling: str) -> DenseChannel:
+        """The same vectors (and query cache) under another pooling."""
+        other = copy.copy(self)
+        other.pooling = pooling
+        other._proposed = Recent()  # the query vectors stay shared; pooled scores do not
+        return other
 
     def query_vector(self, query: str) -> np.ndarray:
-        if query in self._query_vectors:
-            self._query_vectors.move_to_end(query)
-        else:
-            self._query_vectors[query] = self._embedder.embed([query])[0]
-            if len(self._query_vectors) > QUERY_CACHE:
-                self._query_vectors.popitem(last=False)
-        return self._query_vectors[query]
+        return self._query_vectors.get(query, lambda: self._embedder.embed([query])[0])
+
+    def scores(self, query: str) -> np.ndarray:
+        """Every unit's pooled score for ``query``."""
+        import numpy as np
+
+        piece_scores: np.ndarray = self._vectors @ self.query_vector(query)
+        if self._one_per_unit:
+            return piece_scores
+        if self.pooling == "mean":
+            pooled: np.ndarray = np.add.reduceat(piece_scores, self._start) / self._counts
+            return pooled
+        return np.maximum.reduceat(piece_scores, self._start)
 
     def propose(self, query: str, k: int) -> Proposals:
+        return self._proposed.get((query, k), lambda: self._propose(query, k))
+
+    def _propose(self, query: str, k: int) -> Proposals:
         if len(self._vectors) == 0:
             return Proposals(self.name, (), ())
-        query_vector = self.query_vector(query)
-        units, scores = top_k(self._vectors @ query_vector, k)
+        units, scores = top_k(self.scores(query), k)
         return Proposals(self.name, units, scores)

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from muster_exact.channels import Proposals
+from muster_exact.channels import Proposals, Recent
 from muster_exact.entities import query_entities
 from muster_exact.models import require
 
@@ -70,9 +70,16 @@ class GraphChannel:
         self._edge_out = self._idf[self._edge_entity] / np.maximum(parent_idf[self._edge_parent], 1e-12)
         self._n_parents = n_parents
         self._n_entities = n_entities
+        self._proposed: Recent[Proposals] = Recent()
 
     def seeds(self, query: str) -> list[str]:
         return query_entities(query, self.vocabulary)
+
+    def selective(self, query: str, floor: int) -> bool:
+        """Whether the query's rarest known entity lies in at most ``floor`` parents, so a floor
+        of that many units can reach every parent that holds it."""
+        seed_ids = [self._entity_id[e] for e in self.seeds(query)]
+        return bool(seed_ids) and min(int(self._df[i]) for i in seed_ids) <= floor
 
     def walk(self, seed_ids: Sequence[int]) -> np.ndarray:
         """Parent mass after the personalised walk from the seed entities."""
@@ -101,6 +108,9 @@ class GraphChannel:
         return mass  # type: ignore[no-any-return]
 
     def propose(self, query: str, k: int) -> Proposals:
+        return self._proposed.get((query, k), lambda: self._propose(query, k))
+
+    def _propose(self, query: str, k: int) -> Proposals:
         np = require("numpy")
         seed_ids = [self._entity_id[e] for e in self.seeds(query)]
         if not seed_ids or not self._n_parents:

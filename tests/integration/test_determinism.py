@@ -1,10 +1,13 @@
 """Contexts are byte-identical across hash seeds and modes, and equal the golden file.
 
-For every preset, on LoCoMo conv-26, FactConsolidation sh_6k and BEAM-100K-1
-(5 questions each), three processes with PYTHONHASHSEED 0, 1 and random, and
-one in native mode, print the SHA-256 of each context; all must equal
-tests/golden/contexts.json. The processes share one vector cache (embedding is
-checked separately: two fresh processes give the same vector bytes).
+For every preset under both rule sets (exact and native), on LoCoMo conv-26,
+FactConsolidation sh_6k and BEAM-100K-1 (5 questions each), three processes
+with PYTHONHASHSEED 0, 1 and random, and one with native-mode detection,
+print the SHA-256 of each context; all must equal tests/golden/contexts.json.
+The native-detection process shows that the mode changes nothing but the
+rules: under the same rules (the same plan) it gives the exact contexts. The
+processes share one vector cache (embedding is checked separately: two fresh
+processes give the same vector bytes).
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ def _run(args: list[str], seed: str, cache: Path) -> str:
 
 def test_contexts_identical_across_seeds_and_modes(data: Path, tmp_path: Path) -> None:
     golden = json.loads(GOLDEN.read_text())
-    assert len(golden) == 9 and all(len(stores) == 3 for stores in golden.values())
+    assert sorted(golden) == ["exact", "native"]
+    assert all(len(by_preset) == 9 for by_preset in golden.values())
+    assert all(len(stores) == 3 for by_preset in golden.values() for stores in by_preset.values())
+    # The two rule sets differ somewhere, or the native rows would measure nothing new.
+    assert golden["exact"] != golden["native"]
     cache = tmp_path / "vectors.sqlite"
     script = ["scripts/golden_contexts.py", "--data", str(data), "--cache", str(cache)]
     runs = {f"seed {seed}": _run(script, seed, cache) for seed in ("0", "1", "random")}

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from muster_exact import InputError, tokens
-from muster_exact.memory import build
+from muster_exact import InputError, rules, tokens
+from muster_exact.explain import explain
+from muster_exact.memory import build, rules_of
+from muster_exact.plan import Plan
 from muster_exact.presets import PresetError
 from tests.conftest import run_muster
 
@@ -29,6 +31,7 @@ def cache(tmp_path):
 def test_context_is_verbatim_grouped_and_counted(cache) -> None:
     memory = build(CHAT, models="cpu-small", cache=cache)
     assert memory.plan.retrieval is not None and memory.plan.retrieval.rerank == "rrf"
+    assert memory.plan.retrieval.floor_order == "own"  # native mode, no cross-encoder
     context = memory.context("Where does Caroline live now?", units=3)
     assert context.tokens == tokens.count(context.text)
     for block in context.blocks:
@@ -43,17 +46,19 @@ def test_context_is_verbatim_grouped_and_counted(cache) -> None:
 def test_second_build_embeds_nothing(cache) -> None:
     first = build(CHAT, models="cpu-small", cache=cache)
     second = build(CHAT, models="cpu-small", cache=cache)
-    assert first.embedded == len(first.cut.units) and second.embedded == 0
+    assert first.embedded == len(set(first.pieces.texts)) and second.embedded == 0
     query = "What is the dog called?"
     assert first.context(query).text == second.context(query).text
 
 
-def test_native_and_exact_give_the_same_context(data, cache) -> None:
+def test_native_and_exact_give_the_same_context_under_the_same_rules(data, cache) -> None:
     from muster_exact.corpora import locomo_stores
 
     store = next(locomo_stores(data / "locomo/locomo10.json"))
     questions = [q["question"] for q in json.loads((data / "locomo/locomo10.json").read_text())[0]["qa"][:8]]
-    native = build(store.source, models="cpu-small", mode="native", cache=cache)
+    # The modes differ in detection (native serial styles) and in their default rules; under the
+    # same rules a store both detect alike gives byte-identical contexts.
+    native = build(store.source, models="cpu-small", mode="native", cache=cache, rules=rules.EXACT)
     exact = build(store.source, models="cpu-small", mode="exact", cache=cache)
     assert native.plan.mode == "native" and exact.plan.mode == "exact"
     for q in questions:
@@ -96,9 +101,15 @@ def test_cli_query_and_errors(tmp_path) -> None:
     env = {"MUSTER_MODELS": "cpu-small", "MUSTER_HOME": str(tmp_path / "home")}
     ok = run_muster("query", str(path), "Where does Caroline live?", "--units", "2", "--explain", env=env)
     assert ok.returncode == 0, ok.stderr
-    assert "order by rrf (reciprocal-rank fusion" in ok.stdout and "--- context ---" in ok.stdout
+    assert "order by rrf (reciprocal-rank fusion: no cross-encoder weights)" in ok.stdout
+    assert "floors reserved (in own order), graph floor slots" in ok.stdout
+    assert "--- context ---" in ok.stdout
     as_json = run_muster("query", str(path), "Where does Caroline live?", "--json", env=env)
-    assert json.loads(as_json.stdout)["plan"]["retrieval"]["rerank"] == "rrf"
+    assert json.loads(as_json.stdout)["plan"]["retrieval"]["lexical"] == "standard"
+    exact = run_muster(
+        "query", str(path), "Where?", "--preset", "locomo.u10", "--models", "cpu-small", "--explain", env=env
+    )
+    assert "floors reserved (in fused order), graph floor always" in exact.stdout
     for args, message in [
         (("query", str(path), ""), "empty query"),
         (("query", str(path), "q", "--preset", "bem.u10"), "did you mean"),
@@ -122,3 +133,69 @@ def test_missing_extra_names_the_install() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 3 and "pip install 'muster-memory[models]'" in result.stdout
+
+
+def test_each_mode_runs_its_rules_and_the_plan_says_which(cache) -> None:
+    native = build(CHAT, models="cpu-small", cache=cache)
+    exact = build(CHAT, preset="locomo.u10", models="cpu-small", cache=cache)
+    assert native.rules == rules.NATIVE and exact.rules == rules.EXACT
+    r = native.plan.retrieval
+    assert (r.pieces, r.lexical, r.floor_order, r.graph_floor) == ("records", "standard", "own", "slots")
+    r = exact.plan.retrieval
+    assert (r.pieces, r.lexical, r.rerank, r.graph_floor) == ("records", "words", "rrf", "always")
+    assert "BM25 analyser standard" in explain(native.plan) and "reciprocal-rank" in explain(native.plan)
+    # The same plan gives the same context, whatever the mode that made it.
+    as_exact = build(CHAT, models="cpu-small", cache=cache, rules=rules.EXACT)
+    assert (
+        as_exact.context("Where does Caroline live?").text
+        == build(CHAT, models="cpu-small", mode="exact", cache=cache)
+        .context("Where does Caroline live?")
+        .text
+    )
+
+
+def test_with_rules_shares_the_vectors_and_refuses_a_new_piece_rule(cache) -> None:
+    memory = build(CHAT, models="cpu-small", cache=cache, rules=rules.EXACT)
+    other = memory.with_rules(**rules.NATIVE.query_rules())
+    assert other.rules == rules.NATIVE and memory.rules == rules.EXACT
+    assert other.pieces is memory.pieces and other.embedded == memory.embedded
+    fresh = build(CHAT, models="cpu-small", cache=cache, rules=rules.NATIVE)
+    for q in ("Where does Caroline live?", "What pet did Melanie adopt?"):
+        assert other.context(q).text == fresh.context(q).text
+    with pytest.raises(InputError, match="build the memory again"):
+        memory.with_rules(pieces="unit")
+    assert memory.with_rules(fusion="minmax").plan.retrieval.rerank == "minmax"
+    with pytest.raises(InputError, match="unknown fusion rule 'borda'"):
+        memory.with_rules(fusion="borda")
+    with pytest.raises(InputError, match="unknown retrieval rules: pooling_size"):
+        memory.with_rules(pooling_size="3")
+
+
+def test_a_plan_from_before_the_rules_reads_as_what_it_ran(cache) -> None:
+    plan = build(CHAT, models="cpu-small", cache=cache).plan
+    data = json.loads(plan.to_json())
+    for name in rules.CHOICES:
+        del data["retrieval"][name]
+    old = Plan.from_dict(data)
+    assert rules_of(old) == rules.Rules(pieces="unit")  # whole units, words, RRF, graph floor always
+
+
+def test_graph_floor_rules(cache) -> None:
+    lines = [f"The capital of Country{i % 7} is City{i}." for i in range(1, 60)]
+    lines += [f"The mayor of Town{i} is Ann Lee." for i in range(12)]  # one name in 12 slots
+    log = "\n".join(f"{i}. {line}" for i, line in enumerate(lines, start=1))
+    facts = build(log, models="cpu-small", cache=cache)
+    chat = build(CHAT * 4, models="cpu-small", cache=cache, units=4)
+    assert facts.plan.parent_rule == "slot" and chat.plan.parent_rule == "group"
+    # Native `slots`: the graph keeps its floor where parents are slots, not on group parents.
+    assert facts.floors("What is the capital of Country3?", 10) == (2, 0, 8)
+    assert chat.floors("Where does Caroline live?", 10) == (4, 3, 0)
+    assert chat.with_rules(graph_floor="always").floors("Where does Caroline live?", 10) == (4, 3, 3)
+    assert facts.with_rules(graph_floor="off").floors("capital of Country3?", 10) == (2, 0, 0)
+    assert facts.with_rules(floors="none").floors("capital of Country3?", 10) == (0, 0, 0)
+    # `selective`: reserved when the query's rarest known entity lies in at most floor-many parents.
+    selective = facts.with_rules(graph_floor="selective")
+    assert selective.floors("What is the capital of Country3?", 10) == (2, 0, 8)  # one slot
+    assert selective.floors("Which towns does Ann Lee run?", 10) == (2, 0, 0)  # 12 parents > 8
+    assert selective.floors("Is Ann Lee the mayor of Town4?", 10) == (2, 0, 8)  # Town4: one parent
+    assert selective.floors("what about it?", 10) == (2, 0, 0)  # no known entity

@@ -122,17 +122,20 @@ def test_a_store_grown_by_adds_reads_like_a_fresh_build(kind: str, shared_store:
 # --- incremental cost --------------------------------------------------------------
 
 
-def test_adding_one_record_embeds_only_the_units_that_changed(tmp_path: Path) -> None:
+def test_adding_one_record_embeds_only_the_pieces_that_changed(tmp_path: Path) -> None:
     records, questions = locomo_records()
     path = tmp_path / "conv26.muster"
     with Store.open(path, models=MODELS) as store:
         store.add(records[:-1])
-        before = set(store.memory().unit_texts)
-        assert store.embedded == len(before)  # a new file: every unit is new
+        before = set(store.memory().pieces.texts)
+        assert store.embedded == len(before)  # a new file: every piece is new
+        assert len(before) > len(store.memory().unit_texts)  # units longer than MiniLM's window
         store.add(records[-1])
-        after = store.memory().unit_texts
+        after = store.memory().pieces.texts
         changed = set(after) - before
         assert 0 < store.embedded == len(changed) < len(after)
+        # The new record's own piece (or the tail unit holding it, if that fits the window).
+        assert all(records[-1]["text"] in piece for piece in changed), changed
         first = store.context(questions[0]).text
     # A new process opening the same file embeds nothing, and reads the same context.
     script = textwrap.dedent(
@@ -311,8 +314,9 @@ def test_deleted_text_leaves_no_trace(tmp_path: Path) -> None:
         assert store.add({"id": "s1", "text": secret}, request_id="secret").replayed
         assert all(r["id"] != "s1" for r in store.records())
         live = {sha for (sha,) in sqlite3.connect(path).execute("SELECT sha256 FROM vectors")}
+        # Exactly the vectors of the pieces the remaining records make, no more.
         assert live == {
-            store_module.hashlib.sha256(t.encode()).hexdigest() for t in store.memory().unit_texts
+            store_module.hashlib.sha256(t.encode()).hexdigest() for t in store.memory().pieces.texts
         }
         with pytest.raises(InputError, match="no record 'nope'"):
             store.delete(["nope"])

@@ -1,7 +1,7 @@
 """On all 8 FactConsolidation stores: one version per slot, the newest, and the gold in reach.
 
-Profile cpu-small, preset mab.u10 (U = 10). Measured figures are in
-docs/decisions.md; this test holds them.
+Profile cpu-small, preset mab.u10 (U = 10), under the exact and the native
+rules. Measured figures are in docs/decisions.md; this test holds them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from muster_exact import rules
 from muster_exact.corpora import mab_stores
 from muster_exact.memory import build
 
@@ -18,10 +19,18 @@ pytestmark = pytest.mark.slow
 
 # Single-hop questions whose gold appears in the U=10 context, per store (measured).
 GOLD_IN_CONTEXT_SH = {
-    "factconsolidation_sh_6k": 100,
-    "factconsolidation_sh_32k": 98,
-    "factconsolidation_sh_64k": 99,
-    "factconsolidation_sh_262k": 98,
+    "exact": {
+        "factconsolidation_sh_6k": 100,
+        "factconsolidation_sh_32k": 98,
+        "factconsolidation_sh_64k": 99,
+        "factconsolidation_sh_262k": 98,
+    },
+    "native": {
+        "factconsolidation_sh_6k": 100,
+        "factconsolidation_sh_32k": 99,
+        "factconsolidation_sh_64k": 99,
+        "factconsolidation_sh_262k": 98,
+    },
 }
 
 
@@ -32,10 +41,13 @@ def stores(data: Path):
     return list(zip(mab_stores(path), rows, strict=True))
 
 
-def test_contexts_show_one_newest_version_per_slot(stores) -> None:
+@pytest.mark.parametrize("rule_set", ["exact", "native"])
+def test_contexts_show_one_newest_version_per_slot(stores, rule_set: str) -> None:
     gold_hits: dict[str, int] = {}
     for store, row in stores:
-        memory = build(store.source, preset="mab.u10", models="cpu-small")
+        memory = build(store.source, preset="mab.u10", models="cpu-small", rules=rules.EXACT)
+        if rule_set == "native":
+            memory = memory.with_rules(**rules.NATIVE.query_rules())
         cut = memory.cut
         hits = 0
         for question, answers in zip(row["questions"], row["answers"], strict=True):
@@ -49,5 +61,5 @@ def test_contexts_show_one_newest_version_per_slot(stores) -> None:
                     assert unit.serial == max(v.serial for v in versions if v.serial is not None)
             hits += any(a.lower() in context.text.lower() for a in answers)
         gold_hits[store.name] = hits
-    assert {k: v for k, v in gold_hits.items() if "_sh_" in k} == GOLD_IN_CONTEXT_SH
     print("gold in context:", gold_hits)
+    assert {k: v for k, v in gold_hits.items() if "_sh_" in k} == GOLD_IN_CONTEXT_SH[rule_set]

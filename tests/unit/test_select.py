@@ -95,3 +95,38 @@ def test_rrf_arithmetic_and_ties_by_position() -> None:
     assert ranking.order == (3, 5, 9)
     assert ranking.scores[3] == pytest.approx(1 / 61 + 1 / 62)
     assert ranking.scores[9] == pytest.approx(1 / 61)
+
+
+def test_minmax_fusion_arithmetic() -> None:
+    # dense scores 0.9, 0.5, 0.1 -> 1, 0.5, 0; bm25 12, 6, 3 -> 1, 1/3, 0.
+    proposals = [
+        Proposals("dense", (1, 2, 3), (0.9, 0.5, 0.1)),
+        Proposals("bm25", (3, 4, 2), (12.0, 6.0, 3.0)),
+    ]
+    ranking = fuse(proposals, "minmax")
+    assert ranking.method == "minmax"
+    assert ranking.scores == pytest.approx({1: 1.0, 2: 0.5 + 0.0, 3: 0.0 + 1.0, 4: 1 / 3})
+    # 1 and 3 tie at 1.0: the lower id first.
+    assert ranking.order == (1, 3, 2, 4)
+
+
+def test_zscore_fusion_scales_by_spread() -> None:
+    proposals = [Proposals("dense", (1, 2, 3), (3.0, 2.0, 1.0)), Proposals("graph", (4, 5), (7.0, 7.0))]
+    ranking = fuse(proposals, "zscore")
+    spread = (2 / 3) ** 0.5  # population std of 3, 2, 1
+    # A channel whose proposals all score alike gives each 1.
+    assert ranking.scores == pytest.approx({1: 2 / spread, 2: 1 / spread, 3: 0.0, 4: 1.0, 5: 1.0})
+    assert ranking.order == (1, 2, 4, 5, 3)
+
+
+def test_floors_in_each_channels_own_order() -> None:
+    proposals = [Proposals("dense", (5, 6, 7), (0,) * 3), Proposals("bm25", (8, 9), (0,) * 2)]
+    ranking = _ranking([7, 9, 6, 8, 5])
+    chosen = select(proposals, ranking, (2, 1, 0), 4, own_order=True)
+    # Floors follow the channels' own rankings; the free slot follows the fused order.
+    assert [(s.unit, s.reason) for s in chosen] == [
+        (5, "floor:dense"),
+        (6, "floor:dense"),
+        (8, "floor:bm25"),
+        (7, "fill"),
+    ]

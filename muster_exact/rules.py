@@ -1,0 +1,77 @@
+"""The retrieval rules a memory runs, and which mode runs which.
+
+Exact mode replays the paper's method; its only change is the one that
+makes the CPU embedder see what the paper's embedder saw (whole units, as
+pieces). Native mode, the library default, adds what helps a short-window
+embedder with no cross-encoder. Why each rule sits where it does is in
+``docs/decisions.md`` ("CPU retrieval", issue 11).
+
+Build-time rules (``pieces``, ``lexical``) shape the indexes; the others are
+read per query, so :meth:`muster_exact.memory.Memory.with_rules` can change
+them on a built memory without embedding anything again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from muster_exact.channels.dense import POOLINGS
+from muster_exact.errors import InputError
+from muster_exact.lexical import ANALYSERS
+from muster_exact.pieces import PIECE_RULES
+from muster_exact.rerank import FUSIONS
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "pieces": PIECE_RULES,
+    "pooling": POOLINGS,
+    "lexical": ANALYSERS,
+    "fusion": FUSIONS,
+    "floors": ("reserved", "none"),
+    "floor_order": ("fused", "own"),
+    "graph_floor": ("always", "slots", "selective", "off"),
+}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """``fusion`` and ``floor_order`` apply only when no cross-encoder orders the candidates."""
+
+    pieces: str = "records"  # what the embedder sees of a long unit (muster_exact.pieces)
+    pooling: str = "max"  # how piece scores make a unit's dense score
+    lexical: str = "words"  # the BM25 analyser (muster_exact.lexical)
+    fusion: str = "rrf"  # candidate order without a cross-encoder
+    floors: str = "reserved"  # the plan's floors, or none (every slot by the candidate order)
+    floor_order: str = "fused"  # floors taken in the fused order, or in each channel's own
+    graph_floor: str = "always"  # when the graph channel's floor is reserved
+
+    def __post_init__(self) -> None:
+        for name, allowed in CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise InputError(f"unknown {name} rule {value!r}; use one of {', '.join(allowed)}")
+
+    def replace(self, **changes: Any) -> Rules:
+        unknown = sorted(set(changes) - set(CHOICES))
+        if unknown:
+            raise InputError(f"unknown retrieval rules: {', '.join(unknown)}; known: {', '.join(CHOICES)}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+    def query_rules(self) -> dict[str, str]:
+        """The rules :meth:`Memory.with_rules` can change on a built memory (all but pieces)."""
+        return {k: v for k, v in self.to_dict().items() if k != "pieces"}
+
+
+# The paper's method on a CPU embedder: pieces so the embedder reads whole units, nothing else.
+EXACT = Rules()
+# What native mode adds (docs/decisions.md): the standard analyser, floors in each channel's own
+# order, and the graph's floor reserved only where parents are slots (numbered logs).
+NATIVE = Rules(lexical="standard", floor_order="own", graph_floor="slots")
+
+
+def for_mode(mode: str) -> Rules:
+    return EXACT if mode == "exact" else NATIVE
