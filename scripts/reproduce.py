@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from harness import runs  # noqa: E402
 from harness.systems import SYSTEMS  # noqa: E402
 from muster_exact import verify_contexts  # noqa: E402
+from muster_exact.errors import ManifestError  # noqa: E402
 
 # benchmark -> its preset family; every family has u10, u20 and u40.
 BENCHMARKS = (("locomo", "locomo"), ("locomo_refined", "locomo"), ("mab", "mab"), ("beam", "beam"))
@@ -70,7 +71,10 @@ def check_hashes(benchmark: str, preset: str, run: Path, rules: str) -> tuple[in
     manifest = verify_contexts.path_for(REPO / "manifests", benchmark, preset, MODELS, rules)
     if not manifest.is_file():
         return 0, 0, [f"(no pinned hashes at {manifest.relative_to(REPO)}: pin with scripts/pin_contexts.py)"]
-    pinned = verify_contexts.load(manifest)["hashes"]
+    try:
+        pinned = verify_contexts.load(manifest)["hashes"]
+    except ManifestError as exc:
+        return 0, 0, [f"({exc})"]
     got = {line["qid"]: line["sha256"] for line in runs.complete_lines(run / runs.CONTEXTS)}
     differing = [q for q in pinned if got.get(q) != pinned[q]]
     return len(pinned) - len(differing), len(pinned), differing
