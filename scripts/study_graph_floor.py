@@ -56,7 +56,7 @@ def rows_for(benchmark: str, data: DataRoot) -> list[dict]:
             pushed = sorted(without - set(kept))
             rows.append(
                 {
-                    "rarest": rarest(memory, question.text),
+                    "rarest": memory.channel("graph").rarest(question.text),  # type: ignore[union-attr]
                     "floor": len(floor),
                     "floor_hits": sum(holds(cut, u, evidence, golds) for u in floor),
                     "pushed": len(pushed),
@@ -71,13 +71,6 @@ def holds(cut, unit: int, evidence: set[str], golds: list[str]) -> bool:
         return bool({record_label(cut, r) for r in cut.units[unit].records} & evidence)
     text = normalise(cut.text(cut.units[unit]))
     return any(g in text for g in golds)
-
-
-def rarest(memory, query: str) -> int | None:
-    """Parents holding the query's rarest known entity (the graph's own document frequencies)."""
-    graph = memory.channel("graph")
-    ids = [graph._entity_id[e] for e in graph.seeds(query)]
-    return min(int(graph._df[i]) for i in ids) if ids else None
 
 
 def line(label: str, rows: list[dict]) -> str:

@@ -75,11 +75,16 @@ class GraphChannel:
     def seeds(self, query: str) -> list[str]:
         return query_entities(query, self.vocabulary)
 
+    def rarest(self, query: str) -> int | None:
+        """In how many parents the query's rarest known entity lies (None: it names none)."""
+        seed_ids = [self._entity_id[e] for e in self.seeds(query)]
+        return min(int(self._df[i]) for i in seed_ids) if seed_ids else None
+
     def selective(self, query: str, floor: int) -> bool:
         """Whether the query's rarest known entity lies in at most ``floor`` parents, so a floor
         of that many units can reach every parent that holds it."""
-        seed_ids = [self._entity_id[e] for e in self.seeds(query)]
-        return bool(seed_ids) and min(int(self._df[i]) for i in seed_ids) <= floor
+        rarest = self.rarest(query)
+        return rarest is not None and rarest <= floor
 
     def walk(self, seed_ids: Sequence[int]) -> np.ndarray:
         """Parent mass after the personalised walk from the seed entities."""
