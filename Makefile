@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install test check reproduce bench clean
+.PHONY: help install test check reproduce bench fuzz clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -48,6 +48,9 @@ bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_embed.py --data $(DATA) --out results/bench/embed.md
 	$(BIN)/python scripts/bench_store.py --data $(DATA) --out results/bench/store.md
 	$(BIN)/python scripts/bench_serve.py --data $(DATA) --out results/bench/serve.md
+
+fuzz: install  ## a few minutes of generated input against the real HTTP and MCP servers (results/bench/fuzz.md)
+	$(BIN)/python scripts/fuzz.py --out results/bench/fuzz.md
 
 clean:  ## remove the venv and caches
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -19,7 +19,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from harness.config import register
+from harness.config import check, register
 from muster_exact.errors import MusterError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,8 +62,9 @@ def check_choices(argv: list[str]) -> None:
 def run(cfg: DictConfig) -> None:
     import importlib
 
-    stage = importlib.import_module(STAGES[cfg.stage.name])
     try:
+        check(cfg)
+        stage = importlib.import_module(STAGES[cfg.stage.name])
         stage.run(cfg, REPO)
     except MusterError as exc:  # raised inside Hydra's job: answer here, one line, exit 2
         print(f"harness: error: {exc}", file=sys.stderr)

@@ -3,7 +3,8 @@
 The groups mirror the architecture: benchmark, preset, models, system, stage,
 paths (and an optional git-ignored ``local``). Every YAML in ``conf/`` is
 merged into these dataclasses, so an unknown or misspelt key fails when the
-config is composed, not at minute 40 of a run.
+config is composed, not at minute 40 of a run; :func:`check` then holds the
+rules between values that a type cannot say, before any stage starts.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig
+
+from muster_exact.errors import MusterError
 
 
 @dataclass
@@ -128,3 +131,21 @@ def register() -> None:
         ("paths", PathsConfig),
     ):
         store.store(group=f"schema/{group}", name="base", node=node)
+
+
+class ConfigError(MusterError):
+    """Config values that are each well typed but do not make a run together."""
+
+
+def check(cfg: DictConfig) -> None:
+    """The rules between config values, checked before a stage reads or writes anything."""
+    shard, shards = cfg.stage.shard, cfg.stage.shards
+    if shards < 1:
+        raise ConfigError(f"stage.shards must be at least 1, not {shards}")
+    if not 0 <= shard < shards:
+        raise ConfigError(f"stage.shard must be in [0, {shards}), not {shard}; shards count from 0")
+    if cfg.stage.name in ("judge", "audit"):
+        if cfg.judge.runs < 1:
+            raise ConfigError(f"judge.runs must be at least 1, not {cfg.judge.runs}")
+        if cfg.judge.runs > 1 and cfg.judge.seed is None:
+            raise ConfigError("judge.runs > 1 needs a judge.seed: each run is the seed plus its number")

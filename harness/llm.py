@@ -21,6 +21,7 @@ that holds the API key, and the sampling settings. Three promises:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -126,30 +127,50 @@ class Usage:
         }
 
 
+class CacheError(MusterError):
+    """``paths.llm_cache`` names a file that is not a readable response cache."""
+
+
+# PRAGMA application_id of a response cache ("MSLC"): a file without it is not opened as one.
+CACHE_APPLICATION_ID = 0x4D534C43
+REPLIES_COLUMNS = ("key", "request", "reply", "prompt_tokens", "completion_tokens", "created")
+REPLIES_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS replies ("
+    "key TEXT PRIMARY KEY, request TEXT NOT NULL, reply TEXT NOT NULL, "
+    "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+)
+
+
 class ResponseCache:
-    """Replies by request SHA-256 in one SQLite file; each reply committed as it arrives."""
+    """Replies by request SHA-256 in one SQLite file; each reply committed as it arrives.
+
+    Opens only its own files: a new or empty one, one marked with :data:`CACHE_APPLICATION_ID`,
+    or one from before that mark that holds nothing but the ``replies`` table. Anything else
+    (another application's database, a damaged file) is refused before a byte of it is written.
+    """
 
     def __init__(self, path: Path) -> None:
+        adopt = _check_cache_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS replies ("
-            "key TEXT PRIMARY KEY, request TEXT NOT NULL, reply TEXT NOT NULL, "
-            "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
-        )
-        self._db.commit()
+        with self._sqlite("open"):
+            self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+            if adopt:
+                self._db.execute(f"PRAGMA application_id = {CACHE_APPLICATION_ID}")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(REPLIES_SCHEMA)
+            self._db.commit()
 
     def get(self, key: str) -> tuple[str, int, int] | None:
-        with self._lock:
+        with self._lock, self._sqlite("read"):
             row = self._db.execute(
                 "SELECT reply, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
             ).fetchone()
         return None if row is None else (row[0], int(row[1] or 0), int(row[2] or 0))
 
     def put(self, key: str, request: str, reply: str, prompt_tokens: int, completion_tokens: int) -> None:
-        with self._lock:
+        with self._lock, self._sqlite("write"):
             self._db.execute(
                 "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
                 (key, request, reply, prompt_tokens, completion_tokens, time.time()),
@@ -159,6 +180,63 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    @contextlib.contextmanager
+    def _sqlite(self, doing: str) -> Iterator[None]:
+        """SQLite's errors (a damaged page, a full disk) as one line naming the cache."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise CacheError(
+                f"cannot {doing} the LLM response cache {self._path} ({exc}); free space or fix the "
+                "file, or point paths.llm_cache at a new file (replies are then asked again)"
+            ) from None
+
+
+def _check_cache_file(path: Path) -> bool:
+    """Whether ``path`` may be opened as the cache, read without writing; True when it is new
+    or from before the application id (the mark is then set)."""
+    if not path.exists():
+        return True
+    refuse = f"point paths.llm_cache at a new file, or move {path} away"
+    if not path.is_file():
+        raise CacheError(f"{path} is not a file, so not an LLM response cache; {refuse}")
+    if path.stat().st_size == 0:
+        return True  # an empty file is an empty database to SQLite
+    application_id, user_version, tables = _read_only(path, refuse)
+    if application_id == CACHE_APPLICATION_ID:
+        return False
+    legacy = set(tables) == {"replies"} and tables["replies"] == REPLIES_COLUMNS
+    if application_id or user_version or (tables and not legacy):
+        found = ", ".join(sorted(tables)) or "no tables"
+        raise CacheError(
+            f"{path} is not an LLM response cache: another application's SQLite database "
+            f"(application_id {application_id}, user_version {user_version}, {found}); {refuse}"
+        )
+    return True
+
+
+def _read_only(path: Path, refuse: str) -> tuple[int, int, dict[str, tuple[str, ...]]]:
+    """Application id, user version and table name -> column names, read through an immutable
+    SQLite connection: no lock, no -wal or -shm file beside it, not a byte written. The header is
+    never read with ``open()``: closing any descriptor of the file would drop the POSIX locks this
+    process's live connections hold on it."""
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+    try:
+        db = sqlite3.connect(uri, uri=True)
+        try:
+            application_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+            user_version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            names = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            tables = {
+                name: tuple(row[1] for row in db.execute("SELECT * FROM pragma_table_info(?)", (name,)))
+                for name in names
+            }
+            return application_id, user_version, tables
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise CacheError(f"{path} is not an SQLite file, or a damaged one ({exc}); {refuse}") from None
 
 
 def request_body(

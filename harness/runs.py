@@ -5,25 +5,41 @@ where ``key`` is the SHA-256 (first 16 hex) of everything that decides its
 contexts: the benchmark selection, the data manifest's and the preset file's SHA-256,
 the model profile, the system and the library's version and source SHA-256. The same config always lands in
 the same place, so a rerun resumes and a changed config never mixes in.
+
+Two promises keep a score from counting a question twice. A stage holds a lock on the file it
+appends to (:func:`locked`), so a second run of the same configuration stops at once, naming
+the first. Every JSON-lines file of a run is read by :func:`read_jsonl` alone, which refuses a
+damaged line (with its number), a question id seen twice and one the benchmark does not have.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
-from collections.abc import Iterator
+import logging
+import os
+import socket
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness.record import utc_now
 from muster_exact import __version__ as library_version
 from muster_exact import presets
+from muster_exact.errors import MusterError
+
+log = logging.getLogger(__name__)
 
 CONTEXTS = "contexts.jsonl"
 TIMINGS = "timings.jsonl"
 ANSWERS = "answers.jsonl"
 JUDGMENTS = "judgments.jsonl"
+WRITTEN_BY = {CONTEXTS: "contexts", TIMINGS: "contexts", ANSWERS: "answer", JUDGMENTS: "judge"}
 
 
 def identity(cfg: DictConfig, system: str | None = None) -> dict[str, Any]:
@@ -96,18 +112,185 @@ def judge_dir(cfg: DictConfig) -> Path:
 
 
 def contexts_name(shard: int, shards: int) -> str:
-    return CONTEXTS if shards == 1 else f"contexts.shard-{shard}-of-{shards}.jsonl"
+    return shard_name(CONTEXTS, shard, shards)
 
 
-def complete_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The file's complete JSON lines; a torn last line (an interrupted write) is cut off."""
+def timings_name(shard: int, shards: int) -> str:
+    return shard_name(TIMINGS, shard, shards)
+
+
+def shard_name(name: str, shard: int, shards: int) -> str:
+    """``contexts.jsonl`` -> ``contexts.shard-0-of-2.jsonl``: each shard appends to files of its own."""
+    if shards == 1:
+        return name
+    stem, _, suffix = name.partition(".")
+    return f"{stem}.shard-{shard}-of-{shards}.{suffix}"
+
+
+# --- locks ---------------------------------------------------------------------
+
+
+class RunLocked(MusterError):
+    """Another process is writing the same run file."""
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold ``<path>.lock`` while appending to ``path``: a second run of the same configuration
+    stops at once (exit 2) naming the holder, instead of appending the same questions again.
+
+    The lock is the kernel's (``flock``), so it dies with its process: a run killed with SIGKILL
+    leaves its holder record in the file but no lock, and the next run takes over with a log
+    line. Never waits: a wait could hang behind a run that takes hours.
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLocked(
+                f"{path} is being written by {_holder(fd)}; wait for that run to finish, "
+                "or stop it and rerun to resume"
+            ) from None
+        if previous := _holder_record(fd):
+            log.warning("took over the lock of %s from %s, which is no longer running", path, previous)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _holder_line().encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # an empty lock file: released cleanly, nothing to take over
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _holder_line() -> str:
+    return f"pid {os.getpid()} on host {socket.gethostname()} since {utc_now()}"
+
+
+def _holder_record(fd: int) -> str:
+    return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+
+
+def _holder(fd: int) -> str:
+    # Empty for the instant between the holder taking the lock and writing its line.
+    return _holder_record(fd) or "another process (starting up)"
+
+
+# --- the one reader --------------------------------------------------------------
+
+
+class RunFileError(MusterError):
+    """A run's JSON-lines file is damaged or holds lines of another run; the message names the line."""
+
+
+@dataclass(frozen=True)
+class JsonLines:
+    """A run file's lines, checked, and where its last complete line ends."""
+
+    path: Path
+    rows: list[dict[str, Any]]
+    end: int  # bytes up to the end of the last complete line: a cut-off write after it is dropped
+
+    def ids(self) -> set[str]:
+        return {row["qid"] for row in self.rows}
+
+
+def read_jsonl(path: Path, known: Collection[str] | None = None, key: str | None = "qid") -> JsonLines:
+    """Every line of a run file as a JSON object; an absent file has none.
+
+    A last line without its newline is a write cut off by a kill: it is left out (with a log
+    line) and recomputed by the run that resumes. Any other line that is not a JSON object
+    stops the run with its line number. With ``key``, each line's ``key`` is a question id that
+    appears once and, with ``known``, is one of those questions.
+    """
     if not path.is_file():
-        return
+        return JsonLines(path, [], 0)
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(end)
-    for line in data[:end].splitlines():
-        if line.strip():
-            yield json.loads(line)
+        number = data.count(b"\n") + 1
+        log.warning(
+            "%s:%d: the last line is cut off (an interrupted write); left out, recomputed on resume",
+            path,
+            number,
+        )
+    rows: list[dict[str, Any]] = []
+    first_seen: dict[str, int] = {}
+    for number, raw in enumerate(data[:end].splitlines(), start=1):
+        if not raw.strip():
+            continue
+        row = _parse(path, number, raw)
+        if key is not None:
+            _check_id(path, number, row.get(key), first_seen, known)
+        rows.append(row)
+    return JsonLines(path, rows, end)
+
+
+def _parse(path: Path, number: int, raw: bytes) -> dict[str, Any]:
+    try:
+        row = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
+        row, reason = None, str(exc).splitlines()[0]
+    else:
+        reason = f"a JSON {type(row).__name__}"
+    if not isinstance(row, dict):
+        raise RunFileError(
+            f"{path}:{number}: not a JSON object ({reason}); the file is damaged: delete this line and "
+            f"the ones after it to recompute them, or delete the file and rerun stage={writer(path)}"
+        )
+    return row
+
+
+def _check_id(
+    path: Path, number: int, qid: Any, first_seen: dict[str, int], known: Collection[str] | None
+) -> None:
+    redo = f"delete the file and rerun stage={writer(path)}"
+    if not isinstance(qid, str):
+        raise RunFileError(f"{path}:{number}: no question id ('qid'); the file is damaged: {redo}")
+    if qid in first_seen:
+        raise RunFileError(
+            f"{path}:{number}: question id {qid!r} again (first on line {first_seen[qid]}); two runs "
+            f"wrote this file at once or lines were copied in: {redo}"
+        )
+    if known is not None and qid not in known:
+        raise RunFileError(
+            f"{path}:{number}: question id {qid!r} is not a question of the selected benchmark; "
+            f"the file belongs to another selection: {redo}"
+        )
+    first_seen[qid] = number
+
+
+def writer(path: Path) -> str:
+    """The stage that writes a run file (for the advice in an error); shard files are contexts'."""
+    return WRITTEN_BY.get(path.name, "contexts")
+
+
+def append_to(found: JsonLines) -> TextIO:
+    """``found.path`` opened to append after its last complete line: a cut-off write is cut off
+    first. Only the holder of the file's lock may call it (a reader never cuts a file)."""
+    if found.path.is_file() and found.path.stat().st_size > found.end:
+        os.truncate(found.path, found.end)
+    return found.path.open("a", encoding="utf-8")
+
+
+def complete_lines(path: Path) -> list[dict[str, Any]]:
+    """The checked lines of a run file (:func:`read_jsonl`), for scripts that only read."""
+    return read_jsonl(path).rows
+
+
+def read_parts(paths: list[Path]) -> list[dict[str, Any]]:
+    """The lines of a sharded run's files (each read by :func:`read_jsonl`); shards never overlap."""
+    rows: list[dict[str, Any]] = []
+    found_in: dict[str, Path] = {}
+    for path in paths:
+        for row in read_jsonl(path).rows:
+            if row["qid"] in found_in:
+                raise RunFileError(
+                    f"{path}: question id {row['qid']!r} is also in {found_in[row['qid']]}; the shards "
+                    "overlap: delete both files and rerun those shards"
+                )
+            found_in[row["qid"]] = path
+            rows.append(row)
+    return rows

@@ -9,7 +9,6 @@ those two columns vary from run to run).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,8 +34,7 @@ def bootstrap_ci(values: Sequence[float], seed: int = SEED) -> tuple[float, floa
 
 
 def load_contexts(directory: Path) -> pd.DataFrame:
-    rows = list(runs.complete_lines(directory / runs.CONTEXTS))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(runs.read_jsonl(directory / runs.CONTEXTS).rows)
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -88,14 +86,11 @@ def timings(directory: Path) -> tuple[float, float]:
     later entries replace earlier ones."""
     builds: dict[str, float] = {}
     queries: dict[str, float] = {}
-    path = directory / runs.TIMINGS
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            entry = json.loads(line)
-            if "build_s" in entry:
-                builds[entry["store"]] = entry["build_s"]
-            else:
-                queries[entry["qid"]] = entry["query_ms"]
+    for entry in runs.read_jsonl(directory / runs.TIMINGS, key=None).rows:
+        if "build_s" in entry:
+            builds[entry["store"]] = entry["build_s"]
+        else:
+            queries[entry["qid"]] = entry["query_ms"]
     median = float(np.median(list(queries.values()))) if queries else float("nan")
     return float(sum(builds.values())), median
 
@@ -132,7 +127,7 @@ def judged_frame(directory: Path, benchmark: str, official_quirks: bool) -> pd.D
     from harness import judging
 
     rows = []
-    for line in sorted(runs.complete_lines(directory / runs.JUDGMENTS), key=lambda x: x["order"]):
+    for line in sorted(runs.read_jsonl(directory / runs.JUDGMENTS).rows, key=lambda x: x["order"]):
         rows.append(
             {
                 "qid": line["qid"],

@@ -21,7 +21,7 @@ log = logging.getLogger("muster_exact.cli")
 
 def _cmd_derive(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    plan = derive(read_file(path), mode=args.mode)
+    plan = derive(read_file(path, args.max_input_bytes), mode=args.mode)
     print(plan.to_json() if args.json else explain(plan))
     return 0
 
@@ -37,20 +37,23 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args.question = args.file
         store = _open_store(args)
         memory = store.memory()
+        # Read through the store: a failure of its file is then one typed line like every other.
+        reader: Any = store
     else:
         if args.question is None:
             raise InputError("give a file and a question (muster query FILE QUESTION), or --store F QUESTION")
         memory = build(
-            read_file(Path(args.file)),
+            read_file(Path(args.file), args.max_input_bytes),
             preset=args.preset,
             models=args.models,
             mode=args.mode,
             units=args.units,
         )
+        reader = memory
     if args.explain:
-        context, details = memory.explain_query(args.question, units=args.units)
+        context, details = reader.explain_query(args.question, units=args.units)
     else:
-        context, details = memory.context(args.question, units=args.units), None
+        context, details = reader.context(args.question, units=args.units), None
     if args.json:
         out = {"plan": memory.plan.to_dict(), "context": context.to_dict()}
         if details is not None:
@@ -78,7 +81,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
     from muster_exact.store import read_records_file
 
-    records = read_records_file(args.file, sys.stdin.read)
+    stdin = getattr(sys.stdin, "buffer", None)  # bytes: the one input reader decodes them
+    records = read_records_file(args.file, stdin, args.max_input_bytes)
     with _open_store(args, create=True) as store:
         result = store.add(records, request_id=args.request_id)
     if args.json:
@@ -101,13 +105,21 @@ def _cmd_info(args: argparse.Namespace) -> int:
             "path": str(store.path),
             "namespaces": store.namespaces(),
             "head": head.to_dict(),
+            "read_only": store.read_only,
+            "pending_erasures": store.pending_erasures(),
             "plan": store.plan().to_dict() if head.records else None,
         }
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
             return 0
-        print(f"store {info['path']}; namespaces: {', '.join(info['namespaces']) or '(none)'}")
+        access = " (read-only)" if store.read_only else ""
+        print(f"store {info['path']}{access}; namespaces: {', '.join(info['namespaces']) or '(none)'}")
         print(f"namespace {head.namespace}: {head.records} records, head {head.sha256}")
+        if info["pending_erasures"]:
+            print(
+                f"erase pending: {info['pending_erasures']} delete(s) whose text is still on disk while "
+                "another connection reads; retried on the next open or write"
+            )
         if head.records:
             print(store.explain())
     return 0
@@ -116,10 +128,19 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace) -> Any:
     from muster_exact.serve.backend import Backend
 
-    return Backend(args.store, namespace=args.namespace, preset=args.preset, models=args.models)
+    return Backend(
+        args.store,
+        namespace=args.namespace,
+        preset=args.preset,
+        models=args.models,
+        max_open=args.max_open_namespaces,
+    )
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
+    from muster_exact.integrations import require
+
+    require("mcp", "'muster-memory[mcp]'")
     from muster_exact.serve import mcp
 
     backend = _backend(args)
@@ -131,12 +152,20 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _cmd_http(args: argparse.Namespace) -> int:
-    import os
+    from muster_exact.integrations import require
 
+    require("fastapi", "'muster-memory[http]'")
     from muster_exact.serve import http
 
-    token = args.token or os.environ.get(http.TOKEN_ENV) or None
-    backend = _backend(args)
+    token = http.token_of(args.token)
+    sock = http.listen(args.host, args.port)  # a bad or busy port fails here, before the store is opened
+    try:
+        backend = _backend(args)
+    except BaseException:
+        sock.close()
+        raise
+    # The bound address is a name of this server too (unless it is every address).
+    hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]
     log.warning(
         "serving %s on http://%s:%d (%s)",
         args.store,
@@ -145,7 +174,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
         "token required" if token else "no token",
     )
     try:
-        http.serve(backend, args.host, args.port, token, args.max_body)
+        http.serve(backend, sock, token, args.max_body, hosts=hosts, origins=args.allow_origin)
     finally:
         backend.close()
     return 0
@@ -197,6 +226,7 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 def _cmd_verify_cuts(args: argparse.Namespace) -> int:
     manifest_path = Path(args.manifest) if args.manifest else verify.default_manifest()
     manifest = verify.load_manifest(manifest_path)
+    verify.require_data_root(Path(args.data))  # an error is one line, before any verdict
     print(f"verify cuts: {args.data} against {manifest_path}")
     print(verify.HEADER)
     failed = total = 0
@@ -212,9 +242,13 @@ def _cmd_verify_contexts(args: argparse.Namespace) -> int:
     from muster_exact import verify_contexts
 
     root = Path(args.manifests) if args.manifests else verify.default_manifest().parent
+    # Every manifest and the data they need are checked first: an error is one line, before any verdict.
+    paths = verify_contexts.manifest_paths(root, args.preset)
+    manifests = {path: verify_contexts.load(path) for path in paths}
+    verify_contexts.require_data(Path(args.data), {m["benchmark"] for m in manifests.values()})
     failed = False
-    for path in verify_contexts.manifest_paths(root, args.preset):
-        result = verify_contexts.check(path, Path(args.data))
+    for path, manifest in manifests.items():
+        result = verify_contexts.check(path, Path(args.data), manifest)
         ok = not result.differing and not result.missing
         failed |= not ok
         print(
@@ -231,6 +265,18 @@ def _cmd_verify_contexts(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _input_limit_option(p: argparse.ArgumentParser) -> None:
+    from muster_exact.records import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV
+
+    p.add_argument(
+        "--max-input-bytes",
+        type=int,
+        metavar="N",
+        help=f"refuse an input file or stdin over N bytes (default: ${MAX_INPUT_ENV}, else "
+        f"{DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="muster", description="MUSTER: long-term memory that keeps every word."
@@ -243,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="a .txt file, or .json/.jsonl records with speaker/time/text")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--mode", choices=("native", "exact"), default="native")
+    _input_limit_option(p)
     p.set_defaults(run=_cmd_derive)
 
     p = commands.add_parser(
@@ -262,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--explain", action="store_true", help="add the plan, channel floors, rerank order, reasons"
     )
     p.add_argument("--json", action="store_true", help="print plan and context as JSON")
+    _input_limit_option(p)
     p.set_defaults(run=_cmd_query)
 
     p = commands.add_parser("add", help="add records to a store (one transaction; no model is called)")
@@ -272,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", default="default")
     p.add_argument("--request-id", help="apply this add once: a retry with the same id writes nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _input_limit_option(p)
     p.set_defaults(run=_cmd_add, models=None)
 
     p = commands.add_parser("info", help="a store's namespaces, head and plan")
@@ -282,16 +331,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_info)
 
+    from muster_exact.serve.backend import DEFAULT_MAX_OPEN, TOKEN_ENV
+
     for name, text in (
         ("mcp", "serve a store to MCP clients over stdio"),
         ("http", "serve a store over HTTP"),
     ):
-        p = commands.add_parser(name, help=text)
+        about = f"{text}." + (
+            f" Set ${TOKEN_ENV}=TOKEN to require 'Authorization: Bearer TOKEN' on every route but /healthz."
+            if name == "http"
+            else ""
+        )
+        p = commands.add_parser(name, help=text, description=about)
         p.add_argument("--store", required=True, help="the store file (created when missing)")
         p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
         p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
         p.add_argument(
             "--models", help="model profile for reads: cpu-small or paper (default: $MUSTER_MODELS)"
+        )
+        p.add_argument(
+            "--max-open-namespaces",
+            type=int,
+            default=DEFAULT_MAX_OPEN,
+            help=f"namespaces open at once; the least recently used is closed (default: {DEFAULT_MAX_OPEN})",
         )
         if name == "http":
             p.add_argument(
@@ -299,10 +361,25 @@ def build_parser() -> argparse.ArgumentParser:
             )
             p.add_argument("--port", type=int, default=8765)
             p.add_argument(
-                "--token", help="require 'Authorization: Bearer TOKEN' (or set $MUSTER_HTTP_TOKEN)"
+                "--token",
+                help=f"as ${TOKEN_ENV}, which is better: a command line is visible to every user (ps)",
             )
             p.add_argument(
                 "--max-body", type=int, default=16 * 1024 * 1024, help="request body limit in bytes"
+            )
+            p.add_argument(
+                "--allow-host",
+                action="append",
+                default=[],
+                metavar="NAME",
+                help="a Host name to answer besides localhost, 127.0.0.1 and [::1] (repeatable)",
+            )
+            p.add_argument(
+                "--allow-origin",
+                action="append",
+                default=[],
+                metavar="ORIGIN",
+                help="a web origin (https://app.example) allowed to call from a browser (repeatable)",
             )
         p.set_defaults(run=_cmd_mcp if name == "mcp" else _cmd_http)
 

@@ -101,6 +101,12 @@ def _plan(
             reasons.append(
                 f"{the_cut.oversize} record(s) longer than {budget} tokens kept whole as their own unit"
             )
+    if the_cut.split:
+        limit = cutting.HARD_LIMIT * (budget or record_budget)
+        reasons.append(
+            f"{the_cut.split} record(s) with a stretch over {limit:,} tokens and no break to cut at, "
+            f"cut at token boundaries into units of at most {budget or record_budget} tokens"
+        )
     return Plan(
         branch=branch,
         mode=mode,

@@ -32,3 +32,31 @@ class ManifestError(MusterError):
 
 class DataError(MusterError):
     """Benchmark data under a data root is missing or not in the expected shape."""
+
+
+class StoreError(MusterError):
+    """The file is not a usable MUSTER store (not one, a newer schema, a missing directory)."""
+
+
+class StoreCorrupt(StoreError):
+    """The store file is damaged: unreadable pages, a missing table, a malformed schema version."""
+
+
+class StoreFull(StoreError):
+    """The disk (or the file's size limit) is full; the write that hit it was rolled back."""
+
+
+class StoreReadOnly(StoreError):
+    """The store can be read but not written (no write access to the file or its directory)."""
+
+
+class ErasePending(StoreError):
+    """A delete is done, but its text is still on disk until another connection lets go.
+
+    ``result`` is the delete's own result: the records are gone for every reader. The store
+    records the pending erase and retries it on its next open or write.
+    """
+
+    def __init__(self, message: str, result: object) -> None:
+        super().__init__(message)
+        self.result = result

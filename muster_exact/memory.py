@@ -177,8 +177,8 @@ class Memory:
         return self._retrieve(query, units)[0]
 
     def _retrieve(self, query: str, units: int | None) -> tuple[Context, list[Proposals], Ranking, int]:
-        query = _checked_query(query)
-        units_read = self.plan.units_read if units is None else _checked_units(units)
+        query = checked_query(query)
+        units_read = self.plan.units_read if units is None else checked_units(units)
         proposals, timings = self.proposals(query, units_read)
         started = time.perf_counter()
         ranking = self.rank(query, proposals)
@@ -233,7 +233,7 @@ class Memory:
         }
 
 
-def _checked_query(query: str) -> str:
+def checked_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InputError("empty query: ask a question with some text")
     if len(query) > MAX_QUERY_CHARS:
@@ -244,7 +244,7 @@ def _checked_query(query: str) -> str:
     return query
 
 
-def _checked_units(units: int) -> int:
+def checked_units(units: int) -> int:
     if isinstance(units, bool) or not isinstance(units, int) or units < 1:
         raise InputError(f"units (U) must be a positive whole number, not {units!r}")
     return units
@@ -274,7 +274,7 @@ def planned(
         record_budget=fixed.record_budget if fixed else RECORD_BUDGET,
         prose_budget=fixed.prose_budget if fixed else PROSE_BUDGET,
     )
-    units_read = _checked_units(units) if units is not None else (fixed.units_read if fixed else None)
+    units_read = checked_units(units) if units is not None else (fixed.units_read if fixed else None)
     plan = derived.plan
     units_read = units_read or plan.units_read
     base = Retrieval(

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from muster_exact.errors import InputError
 
@@ -31,6 +33,15 @@ RECORD_SEPARATOR = "\n\n"
 TEXT_KEYS = ("text", "content")
 SPEAKER_KEYS = ("speaker", "role")
 TIME_KEYS = ("time", "timestamp", "date")
+# The most bytes one input (a file, or standard input) may hold: 60 times the largest benchmark file
+# (4.2 MB), and room for the largest add (64 M characters of up to 4 UTF-8 bytes each).
+DEFAULT_MAX_INPUT_BYTES = 256 * 1024 * 1024
+MAX_INPUT_ENV = "MUSTER_MAX_INPUT_BYTES"
+# Containers inside one record (metadata and every other field) may nest this deep: far above any real
+# record, far below what Python's JSON encoder can recurse through on a server's call stack.
+MAX_METADATA_DEPTH = 64
+# Characters that show nothing: text made of these and white space is empty.
+_INVISIBLE = dict.fromkeys(map(ord, "\x00\u200b\u200c\u200d\u2060\ufeff"))
 
 _BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 
@@ -65,6 +76,34 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def is_blank(text: str) -> bool:
+    """True when ``text`` shows nothing: only white space, NUL and zero-width characters."""
+    return not text.translate(_INVISIBLE).strip()
+
+
+def check_nesting(record: Mapping[str, Any], where: str) -> None:
+    """Refuse a record whose fields nest containers deeper than ``MAX_METADATA_DEPTH``.
+
+    Walked with a list, not by recursion: a record nested 100,000 deep is refused like one nested 65
+    deep, and nothing later (the JSON encoder, a server's stack) has to recurse through it.
+    """
+    for key, value in record.items():
+        stack = [(value, 1)]
+        while stack:
+            item, depth = stack.pop()
+            if isinstance(item, Mapping):
+                children: Iterable[Any] = item.values()
+            elif isinstance(item, (list, tuple)):
+                children = item
+            else:
+                continue
+            if depth > MAX_METADATA_DEPTH:
+                raise InputError(
+                    f"{where}: '{key}' is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"
+                )
+            stack.extend((child, depth + 1) for child in children)
+
+
 def blocks(text: str) -> list[tuple[int, int]]:
     """Spans of the blank-line-separated blocks of ``text``.
 
@@ -81,7 +120,7 @@ def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Sou
     use this so units map back to turn or message ids).
     """
     text = normalise_newlines(text.removeprefix("\ufeff"))
-    if not text.strip():
+    if is_blank(text):
         raise InputError("empty input: the store has no text; give at least one non-empty record")
     spans = blocks(text)
     if not source_ids:
@@ -123,6 +162,7 @@ def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
             raise InputError(f"record {index} has no text: give each record a 'text' (or 'content') field")
         if not isinstance(body, str):
             raise InputError(f"record {index}: 'text' must be a string, not {type(body).__name__}")
+        check_nesting(item, f"record {index}")
         header = render_header(item)
         rid = None if item.get("id") is None else str(item["id"])
     else:
@@ -130,7 +170,7 @@ def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
             f"record {index} is a {type(item).__name__}; records must be strings or objects with 'text'"
         )
     body = normalise_newlines(body)
-    if not body.strip():
+    if is_blank(body):
         raise InputError(f"record {index} has empty text; drop it or give it text")
     return header, body, rid
 
@@ -170,23 +210,10 @@ def from_any(value: Any) -> Source:
     )
 
 
-def read_file(path: str | Path) -> Source:
+def read_file(path: str | Path, max_bytes: int | None = None) -> Source:
     """Read ``.txt`` (text), ``.json`` (array) or ``.jsonl`` (one record per line)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory; pass a file (.txt, .json or .jsonl)")
-    raw = path.read_bytes()
-    if b"\x00" in raw[:65536]:
-        raise InputError(f"{path} looks like a binary file (it contains NUL bytes); pass UTF-8 text")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "convert it to UTF-8"
-        ) from None
+    text = read_input(path, max_bytes)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return from_records(parse_jsonl(text, path))
@@ -195,25 +222,141 @@ def read_file(path: str | Path) -> Source:
     return from_text(text)
 
 
+# --- reading input: one reader for every command -------------------------------------------
+
+
+def max_input_bytes(given: int | None = None) -> int:
+    """The input cap: ``given`` (``--max-input-bytes``), else ``$MUSTER_MAX_INPUT_BYTES``, else
+    the default."""
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+            raise InputError(f"--max-input-bytes must be a positive number of bytes, not {given!r}")
+        return given
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_BYTES
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError(f"${MAX_INPUT_ENV} must be a positive number of bytes, not {raw!r}")
+    return int(raw)
+
+
+def read_input(source: Path | BinaryIO, max_bytes: int | None = None) -> str:
+    """The text of one input, a regular file or a stream (standard input), at most ``max_bytes``.
+
+    The one place input bytes become text: UTF-8, a leading BOM dropped, NUL bytes refused (a
+    binary file). Devices, FIFOs and sockets are refused before anything is read from them: one
+    would never end (``/dev/zero``) or never start (a FIFO with no writer).
+    """
+    limit = max_input_bytes(max_bytes)
+    if isinstance(source, Path):
+        where, raw = str(source), _read_regular_file(source, limit)
+    else:
+        where, raw = "standard input", source.read(limit + 1)
+    if len(raw) > limit:
+        raise _over_limit(where, limit)
+    return decode_text(raw, where)
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes:
+    try:
+        # Non-blocking, so that opening a FIFO returns at once; fstat then says what was opened.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        _check_regular(path, os.fstat(fd), limit)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit + 1)  # one byte more than allowed: a file that grew is still caught
+
+
+def _check_regular(path: Path, info: os.stat_result, limit: int) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{path} is a directory; pass a file (.txt, .json or .jsonl)")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"{path} is not a regular file (a device, FIFO or socket); pass a file, "
+            "or '-' to read standard input"
+        )
+    if info.st_size > limit:
+        raise _over_limit(str(path), limit)
+
+
+def _over_limit(where: str, limit: int) -> InputError:
+    return InputError(
+        f"{where} is over the input limit of {limit:,} bytes; split it, or raise the limit with "
+        f"--max-input-bytes or ${MAX_INPUT_ENV}"
+    )
+
+
+def decode_text(raw: bytes, where: str) -> str:
+    if b"\x00" in raw:
+        raise InputError(f"{where} looks like a binary file (it contains NUL bytes); pass UTF-8 text")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{where} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "convert it to UTF-8"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def load_json(text: str, where: str, line: int = 1) -> Any:
+    """``json.loads``, its failures as one line: the place (``where:line``) and what is wrong.
+
+    Python's JSON decoder recurses once per nesting level; input nested deeper than it can go is
+    refused here, not left to a RecursionError.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}:{line + exc.lineno - 1}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise _too_deep(where) from None
+
+
+NOT_JSON = object()  # what sniff_json gives for text that is not one JSON document
+
+
+def sniff_json(text: str, where: str) -> Any:
+    """The value of ``text`` if it is one JSON document, else ``NOT_JSON`` (JSON lines, plain text).
+
+    JSON nested too deep to read is still an error: reading it as text would hide the reason.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return NOT_JSON
+    except RecursionError:
+        raise _too_deep(where) from None
+
+
+def _too_deep(where: str) -> InputError:
+    return InputError(
+        f"{where}: JSON nested too deep to read; records and their metadata may nest at most "
+        f"{MAX_METADATA_DEPTH} levels"
+    )
+
+
 def parse_jsonl(text: str, path: Path | str) -> list[Any]:
     """One JSON value per non-blank line; an error names the line."""
-    items = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+    items = [
+        load_json(line, str(path), number)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    ]
     if not items:
         raise InputError(f"{path}: empty input, no JSON lines found")
     return items
 
 
 def _json_array(text: str, path: Path) -> list[Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    value = load_json(text, str(path))
     if not isinstance(value, list):
         raise InputError(f"{path}: expected a JSON array of records, found a {type(value).__name__}")
     return value

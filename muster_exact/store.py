@@ -16,37 +16,80 @@
   or any later one.
 * ``delete`` removes records and every cached trace of them: vectors and
   scores of units that no longer exist are dropped, deleted pages are zeroed
-  (``secure_delete``) and the write-ahead log is truncated. A request whose
-  records were deleted stays applied: retrying it does not bring them back.
+  (``secure_delete``) and the write-ahead log is copied into the file and
+  truncated. It returns when the text is gone from every file, or raises
+  :class:`ErasePending` when another connection's read holds the old pages:
+  the pending erase is recorded in the file and retried on the next open or
+  write (``pending_erasures()``, ``muster info``). A request whose records
+  were deleted stays applied: retrying it does not bring them back.
 * Namespaces: one file holds independent memories (``namespace="user-42"``);
   a read sees only its own.
 
 The file is WAL-mode SQLite with a versioned schema (``meta.schema_version``)
 and migrations applied on open; a file from a newer MUSTER is refused, as is
-a file that is not a MUSTER store. A killed process leaves each ``add``
-either whole or absent.
+a file that is not a MUSTER store (or holds another program's tables), and
+another program's file is never altered. A killed process leaves each
+``add`` either whole or absent. A file without write access (or in a folder
+without it) opens read-only: reads work and cache nothing. Every SQLite
+failure leaves as a typed :class:`StoreError` (``StoreCorrupt``,
+``StoreFull``, ``StoreReadOnly``), mapped in one place (:func:`_sqlite_errors`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
+import os
+import re
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, Concatenate, ParamSpec, TypeVar
 
-from muster_exact.errors import InputError, MusterError
-from muster_exact.records import SPEAKER_KEYS, TEXT_KEYS, TIME_KEYS, parse_jsonl
+from muster_exact.errors import (
+    ErasePending,
+    InputError,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreReadOnly,
+)
+from muster_exact.records import (
+    MAX_METADATA_DEPTH,
+    NOT_JSON,
+    SPEAKER_KEYS,
+    TEXT_KEYS,
+    TIME_KEYS,
+    check_nesting,
+    is_blank,
+    load_json,
+    parse_jsonl,
+    read_input,
+    sniff_json,
+)
+from muster_exact.vectors import Access, connect
 
 if TYPE_CHECKING:
     from muster_exact.assemble import Context
     from muster_exact.memory import Memory
     from muster_exact.plan import Plan
+
+__all__ = [
+    "MAX_METADATA_DEPTH",
+    "ErasePending",
+    "Store",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreFull",
+    "StoreReadOnly",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +99,11 @@ DEFAULT_NAMESPACE = "default"
 MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
 MAX_ADD_CHARS = 64_000_000  # one add call
 MAX_ID_CHARS = 512
-_EMPTY_HEAD = hashlib.sha256(b"muster-store").hexdigest()
+BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another writer
+# How long a delete waits for other connections' reads to end before it reports its erase pending.
+ERASE_WAIT_MS = 5_000
+PENDING_ERASURES = "pending_erasures"  # meta key: deletes whose text may still be on disk
+EMPTY_HEAD = hashlib.sha256(b"muster-store").hexdigest()
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -93,10 +140,6 @@ CREATE TABLE unit_keys (
 
 # schema version N -> the SQL that brings a version N file to N + 1 (none yet: version 1 is the first).
 MIGRATIONS: dict[int, str] = {}
-
-
-class StoreError(MusterError):
-    """The file is not a usable MUSTER store (not one, a newer schema, a missing directory)."""
 
 
 @dataclass(frozen=True)
@@ -162,8 +205,10 @@ def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
 
     A record is a string or an object with ``text`` (or ``content``), and
     optionally ``speaker``/``role``, ``time``/``timestamp``/``date``, ``id``
-    and ``metadata`` (any JSON value); the whole object must be JSON. Sizes
-    are bounded (``MAX_RECORD_CHARS`` a record, ``MAX_ADD_CHARS`` a call).
+    and ``metadata`` (any JSON value, nested at most ``MAX_METADATA_DEPTH``
+    levels); the whole object must be JSON. Sizes are bounded
+    (``MAX_RECORD_CHARS`` a record, ``MAX_ADD_CHARS`` a call). A text that
+    shows nothing (white space, NUL, zero-width characters) is empty.
     """
     if isinstance(records, (str, Mapping)):
         records = [records]
@@ -210,14 +255,14 @@ def _one(record: Any, index: int) -> dict[str, Any]:
         raise InputError(f"record {index}: 'text' is bytes; decode it to text (UTF-8) first")
     if not isinstance(text, str):
         raise InputError(f"record {index}: 'text' must be a string, not {type(text).__name__}")
-    if not text.strip():
+    if is_blank(text):
         raise InputError(f"record {index} has empty text")
     if len(text) > MAX_RECORD_CHARS:
         raise InputError(
             f"record {index} has {len(text):,} characters; a record holds at most {MAX_RECORD_CHARS:,} "
             "(split long documents into several records)"
         )
-    _check_unicode(text, f"record {index}")
+    check_unicode(text, f"record {index}")
     if text_key != "text":
         item["text"] = item.pop(text_key)
     for keys in (SPEAKER_KEYS, TIME_KEYS):
@@ -225,7 +270,7 @@ def _one(record: Any, index: int) -> dict[str, Any]:
             if key in item and item[key] is not None and not isinstance(item[key], (str, int, float)):
                 raise InputError(f"record {index}: '{key}' must be a string or a number")
             if isinstance(item.get(key), str):
-                _check_unicode(item[key], f"record {index} '{key}'")
+                check_unicode(item[key], f"record {index} '{key}'")
     if "id" in item:
         raw_id = item["id"]
         if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
@@ -234,6 +279,7 @@ def _one(record: Any, index: int) -> dict[str, Any]:
         if not record_id.strip() or len(record_id) > MAX_ID_CHARS:
             raise InputError(f"record {index}: 'id' must be 1 to {MAX_ID_CHARS} characters")
         item["id"] = record_id
+    check_nesting(item, f"record {index}")  # before json.dumps, which recurses per level
     try:
         json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
@@ -243,7 +289,15 @@ def _one(record: Any, index: int) -> dict[str, Any]:
     return item
 
 
-def _check_unicode(text: str, where: str) -> None:
+def check_namespace(namespace: Any) -> str:
+    """A namespace name: 1 to ``MAX_ID_CHARS`` characters, not all blank, valid Unicode (an SQLite key)."""
+    if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
+        raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
+    check_unicode(namespace, "namespace")
+    return namespace
+
+
+def check_unicode(text: str, where: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -263,6 +317,20 @@ def _chain(previous: str, record_sha: str) -> str:
 
 # --- the store -------------------------------------------------------------------
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _guarded(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """A public method whose SQLite failures leave as typed store errors."""
+
+    @functools.wraps(method)
+    def guarded(store: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with _sqlite_errors(store.path):
+            return method(store, *args, **kwargs)
+
+    return guarded
+
 
 class Store:
     """One namespace of a MUSTER store file. Open with :meth:`open`; use as a context manager."""
@@ -274,11 +342,13 @@ class Store:
         namespace: str,
         preset: str | None,
         models: Any,
+        access: Access = "rw",
     ) -> None:
         self.path = path
         self.namespace = namespace
         self.preset = preset
         self.models = models
+        self.access = access
         self._db = db
         self._memory: tuple[str, Memory] | None = None
         self._plan: tuple[str, Plan] | None = None
@@ -286,6 +356,10 @@ class Store:
         # One connection, shared by the threads of a server: every use of it holds this lock.
         self._lock = threading.RLock()
         self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
+
+    @property
+    def read_only(self) -> bool:
+        return self.access != "rw"
 
     # -- opening
 
@@ -299,29 +373,28 @@ class Store:
         models: Any = None,
         create: bool = True,
     ) -> Store:
-        """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it."""
+        """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it.
+
+        Without write access to the file or its folder the store opens read-only.
+        """
         path = Path(path)
-        if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
-            raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
-        if path.is_dir():
-            raise StoreError(f"{path} is a directory; give a file path for the store")
-        if not path.parent.is_dir():
-            raise StoreError(f"cannot create {path}: the directory {path.parent} does not exist")
-        exists = path.exists() and path.stat().st_size > 0
+        check_namespace(namespace)
+        exists = _check_path(path)
         if not exists and not create:
             raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
-        if exists:
-            _check_header(path)
-        try:
-            db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {path} as a store: {exc}") from None
-        try:
-            _prepare(db, path, exists)
-        except BaseException:
-            db.close()
-            raise
-        return cls(path, db, namespace, preset, models)
+        access = _access(path)
+        if not exists and access != "rw":
+            raise StoreReadOnly(f"cannot create {path}: the folder {path.parent} is read-only")
+        with _sqlite_errors(path):
+            db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
+            try:
+                _prepare(db, path, exists, access)
+                store = cls(path, db, namespace, preset, models, access)
+                store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
+            except BaseException:
+                db.close()
+                raise
+        return store
 
     def close(self) -> None:
         with self._lock:
@@ -343,6 +416,7 @@ class Store:
 
     # -- writing
 
+    @_guarded
     def add(self, records: Any, request_id: str | None = None) -> AddResult:
         """Write ``records`` (one or a list) in one transaction; no model is called.
 
@@ -351,7 +425,14 @@ class Store:
         if request_id is not None and (not isinstance(request_id, str) or not request_id.strip()):
             raise InputError("request_id must be a non-empty string (or None)")
         items = validate(records)
-        with self._lock, _transaction(self._db):
+        self._check_writable()
+        with self._lock:
+            result = self._add(items, request_id)
+            self._finish_erasures(wait_ms=0)
+        return result
+
+    def _add(self, items: list[dict[str, Any]], request_id: str | None) -> AddResult:
+        with _transaction(self._db):
             if request_id is not None:
                 previous = self._db.execute(
                     "SELECT result FROM requests WHERE namespace = ? AND request_id = ?",
@@ -359,7 +440,7 @@ class Store:
                 ).fetchone()
                 if previous is not None:
                     return _replayed(json.loads(previous[0]))
-            head = self.head()
+            head = self._head()
             seq, sha = head.last_seq, head.sha256
             now = time.time()
             ids = []
@@ -379,16 +460,32 @@ class Store:
                 )
         return result
 
+    @_guarded
     def delete(
         self, record_ids: Sequence[str] | None = None, *, request_id: str | None = None
     ) -> DeleteResult:
-        """Remove records (by id, or all that one request added) and every cached trace of them."""
+        """Remove records (by id, or all that one request added) and every cached trace of them.
+
+        Returns when the text is gone from the file and its write-ahead log. When another
+        connection's read keeps the old pages for ``ERASE_WAIT_MS``, raises :class:`ErasePending`
+        (its ``result`` is this delete's): the records are deleted, the erase is recorded in the
+        file and retried on the next open or write.
+        """
         if (record_ids is None) == (request_id is None):
             raise InputError("delete() takes record ids or a request_id (one of them)")
         if isinstance(record_ids, str):
             record_ids = [record_ids]
+        self._check_writable()
         with self._lock:
-            return self._delete(record_ids, request_id)
+            result = self._delete(record_ids, request_id)
+            if not self._finish_erasures(wait_ms=ERASE_WAIT_MS):
+                raise ErasePending(
+                    f"deleted {len(result.deleted)} record(s) from {self.path}, but their text is still on "
+                    "disk: another connection is in the middle of a read; the erase is retried on the "
+                    "store's next open or write (`muster info` shows it pending)",
+                    result,
+                )
+        return result
 
     def _delete(self, record_ids: Sequence[str] | None, request_id: str | None) -> DeleteResult:
         with _transaction(self._db):
@@ -399,7 +496,7 @@ class Store:
                 ).fetchall()
                 wanted = [row[0] for row in rows]
             else:
-                wanted = [str(i) for i in record_ids or []]
+                wanted = list(dict.fromkeys(str(i) for i in record_ids or []))  # each id once
                 missing = [i for i in wanted if not self._has(i)]
                 if missing:
                     raise InputError(
@@ -409,10 +506,49 @@ class Store:
                 "DELETE FROM records WHERE namespace = ? AND id = ?", [(self.namespace, i) for i in wanted]
             )
             self._write_head(self._recomputed_head())
+            # Recorded with the delete itself: a process killed before the erase leaves it pending.
+            self._db.execute(
+                "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
+                (PENDING_ERASURES,),
+            )
         vectors, scores = self._forget_units()
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._memory = self._plan = None
-        return DeleteResult(tuple(wanted), self.head(), vectors, scores)
+        return DeleteResult(tuple(wanted), self._head(), vectors, scores)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreReadOnly(
+                f"{self.path} is read-only (no write access to the file or its folder); reads work, "
+                "writes need write access"
+            )
+
+    def _finish_erasures(self, wait_ms: int) -> bool:
+        """Erase what pending deletes left on disk; True when nothing is pending any more.
+
+        A full checkpoint copies every page (the zeroed ones included) into the main file and
+        empties the write-ahead log; a reader holding older pages makes it give up after
+        ``wait_ms``. The pending record is cleared only after the erase succeeded.
+        """
+        with self._lock:
+            if self.read_only or not self._pending():
+                return True
+            if not _checkpoint(self._db, wait_ms):
+                log.info("%s: erasing deleted text is still pending (another connection reads)", self.path)
+                return False
+            with _transaction(self._db):
+                self._db.execute("DELETE FROM meta WHERE key = ?", (PENDING_ERASURES,))
+            _checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
+            return True
+
+    def _pending(self) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (PENDING_ERASURES,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    @_guarded
+    def pending_erasures(self) -> int:
+        """Deletes whose text may still be on disk (another connection's read held the erase back)."""
+        with self._lock:
+            return self._pending()
 
     def _insert(
         self, item: dict[str, Any], seq: int, given: set[str], request_id: str | None, now: float
@@ -450,6 +586,7 @@ class Store:
 
     # -- reading
 
+    @_guarded
     def head(self) -> Head:
         with self._lock:
             return self._head()
@@ -459,22 +596,28 @@ class Store:
             "SELECT records, last_seq, sha256 FROM heads WHERE namespace = ?", (self.namespace,)
         ).fetchone()
         if row is None:
-            return Head(self.namespace, 0, 0, _EMPTY_HEAD)
+            return Head(self.namespace, 0, 0, EMPTY_HEAD)
         return Head(self.namespace, int(row[0]), int(row[1]), str(row[2]))
 
+    @_guarded
     def records(self) -> Iterator[dict[str, Any]]:
         """The namespace's records in the order they were added (a consistent snapshot)."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT record FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
-            ).fetchall()
-        for (body,) in rows:
-            yield json.loads(body)
+            rows = self._records()
+        return (json.loads(body) for body in rows)
 
+    def _records(self) -> list[str]:
+        rows = self._db.execute(
+            "SELECT record FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
+        ).fetchall()
+        return [body for (body,) in rows]
+
+    @_guarded
     def namespaces(self) -> list[str]:
         with self._lock:
             return [row[0] for row in self._db.execute("SELECT namespace FROM heads ORDER BY namespace")]
 
+    @_guarded
     def plan(self) -> Plan:
         """The plan a fresh build of the current records uses (derived; no model is loaded)."""
         with self._lock:
@@ -495,10 +638,11 @@ class Store:
 
         return explain(self.plan())
 
+    @_guarded
     def memory(self) -> Memory:
         """The built memory of the current records (rebuilt only when the head changed)."""
         with self._lock:
-            if self._memory is not None and self._memory[0] == self.head().sha256:
+            if self._memory is not None and self._memory[0] == self._head().sha256:
                 return self._memory[1]
             return self._rebuild()
 
@@ -509,13 +653,20 @@ class Store:
         vectors, scores = self._open_caches()
         memory = build(records, self.preset, self.models, cache=vectors, scores=scores)
         self.embedded = memory.embedded
-        self._remember_units(memory)
+        if not self.read_only:
+            self._remember_units(memory)
         self._memory = (head.sha256, memory)
         return memory
 
+    @_guarded
     def context(self, query: str, units: int | None = None) -> Context:
         """The context for ``query`` over every record of this namespace, as a fresh build gives it."""
         return self.memory().context(query, units)
+
+    @_guarded
+    def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
+        """:meth:`context` with the reasons: floors, proposals, rerank order, why each unit is kept."""
+        return self.memory().explain_query(query, units)
 
     # -- internals
 
@@ -523,7 +674,7 @@ class Store:
         """The head and its records, read in one transaction (no add can fall between them)."""
         with self._lock, _transaction(self._db, immediate=False):
             head = self._head()
-            records = list(self.records())
+            records = [json.loads(body) for body in self._records()]
         if not records:
             raise InputError(f"namespace {self.namespace!r} of {self.path} is empty; add records first")
         return head, records
@@ -535,19 +686,19 @@ class Store:
         )
 
     def _recomputed_head(self) -> Head:
-        sha, count, last = _EMPTY_HEAD, 0, 0
+        sha, count, last = EMPTY_HEAD, 0, 0
         for seq, record_sha in self._db.execute(
             "SELECT seq, sha256 FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
         ):
             sha, count, last = _chain(sha, record_sha), count + 1, int(seq)
-        previous = self.head()
+        previous = self._head()
         return Head(self.namespace, count, max(last, previous.last_seq), sha)
 
     def _open_caches(self) -> tuple[Any, Any]:
         if self._caches is None:
             from muster_exact.vectors import ScoreCache, VectorCache
 
-            self._caches = (VectorCache(self.path), ScoreCache(self.path))
+            self._caches = (VectorCache(self.path, self.access), ScoreCache(self.path, self.access))
         return self._caches  # type: ignore[no-any-return]
 
     def _remember_units(self, memory: Memory) -> None:
@@ -563,7 +714,7 @@ class Store:
 
     def _forget_units(self) -> tuple[int, int]:
         """Drop vectors and scores of unit texts no namespace uses any more."""
-        records = list(self.records())
+        records = [json.loads(body) for body in self._records()]
         keys: list[str] = []
         if records:
             from muster_exact.memory import embedding_pieces, planned, rules_of, unit_texts
@@ -610,31 +761,105 @@ class _transaction:
         return self.db
 
     def __exit__(self, kind: object, *exc: object) -> None:
-        self.db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:  # SQLite rolls some failures (a full disk) back itself
+            self.db.execute("ROLLBACK")
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _check_header(path: Path) -> None:
+def _checkpoint(db: sqlite3.Connection, wait_ms: int) -> bool:
+    """Copy the write-ahead log into the main file and truncate it; False when a reader held it back."""
+    db.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
     try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from None
-    if header != SQLITE_HEADER:
-        raise StoreError(
-            f"{path} is not a MUSTER store (not an SQLite file); give a new path or a store file"
+        busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return int(busy) == 0
+
+
+# --- SQLite failures, as typed errors (the one place they are mapped) -------------------------
+
+
+@contextmanager
+def _sqlite_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _typed(exc, path) from None
+
+
+def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
+    detail = str(exc)
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or detail.startswith("no such "):
+        return StoreCorrupt(
+            f"{path} is damaged ({detail}); restore it from a backup (`sqlite3 {path} .recover` may "
+            "save its records)"
         )
+    if code == sqlite3.SQLITE_FULL:
+        return StoreFull(
+            f"{path}: the disk is full (or the file reached its size limit); this write was rolled "
+            "back, free some space and retry"
+        )
+    if code == sqlite3.SQLITE_READONLY:
+        return StoreReadOnly(
+            f"{path} is read-only ({detail}); reads work, writes need write access to the file and its folder"
+        )
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(f"{path} is locked by another process ({detail}); retry when it is done")
+    return StoreError(f"{path} cannot be used as a store ({detail})")
 
 
-def _prepare(db: sqlite3.Connection, path: Path, exists: bool) -> None:
-    """Create the schema in a new file, or check and migrate an existing one."""
+# --- opening: what the path is, how it may be opened, what the file holds ---------------------
+
+_CREATED_TABLE = re.compile(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)")
+
+
+def _check_path(path: Path) -> bool:
+    """Whether a store file is there (non-empty); refuse anything but a regular file or nothing."""
     try:
-        db.execute("PRAGMA busy_timeout = 60000")
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a MUSTER store ({exc})") from None
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise StoreError(f"cannot use {path} as a store: {exc.strerror}") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{path} is a directory; give a file path for the store")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # A device or FIFO: SQLite would write a journal beside it (/dev/null-journal) or wait forever.
+        raise StoreError(f"{path} is not a regular file (a device, FIFO or socket); give a file path")
+    if not path.parent.is_dir():
+        raise StoreError(f"cannot create {path}: the directory {path.parent} does not exist")
+    return info is not None and info.st_size > 0
+
+
+def _access(path: Path) -> Access:
+    """``rw`` when the file (if there) and its folder are writable, else read-only.
+
+    Read-only in a read-only folder with no write-ahead log beside the file is ``immutable``: no
+    write can be pending and none can start (a writer would have to create the log), and SQLite
+    can then read without creating its shared-memory file there.
+    """
+
+    def writable(p: Path) -> bool:
+        return os.access(p, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+    folder = writable(path.parent)
+    if folder and (not path.exists() or writable(path)):
+        return "rw"
+    if folder or path.with_name(path.name + "-wal").exists():
+        return "ro"
+    return "immutable"
+
+
+def _prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -> None:
+    """Create the schema in a new file, or check and migrate an existing one.
+
+    Another program's SQLite file is refused before anything is written to it.
+    """
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    tables = _first_read(db, path)
+    meta = _check_not_foreign(db, path, tables) if exists else {}
     if not tables:
         with _transaction(db):
             from muster_exact.vectors import SCHEMA as VECTORS
@@ -645,20 +870,69 @@ def _prepare(db: sqlite3.Connection, path: Path, exists: bool) -> None:
             db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     else:
-        _check_and_migrate(db, path, tables)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+        _check_and_migrate(db, path, meta, access)
+    if access == "rw":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
 
 
-def _check_and_migrate(db: sqlite3.Connection, path: Path, tables: set[str]) -> None:
+def _first_read(db: sqlite3.Connection, path: Path) -> set[str]:
+    """The file's tables, read through SQLite. The header is never read with ``open()``: closing
+    any descriptor of the file drops every POSIX lock this process holds on it, and another
+    process could then reset the write-ahead log under a live connection (a lost write)."""
+    try:
+        return _tables(db)
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_NOTADB:
+            raise StoreError(
+                f"{path} is not a MUSTER store (not an SQLite file); give a new path or a store file"
+            ) from None
+        raise
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {row[0] for row in rows if not row[0].startswith("sqlite_")}
+
+
+def _known_tables() -> set[str]:
+    """Every table a MUSTER store holds: made by the schema or by a migration."""
+    from muster_exact.vectors import SCHEMA as VECTORS
+    from muster_exact.vectors import SCORES_SCHEMA
+
+    scripts = [SCHEMA, VECTORS, SCORES_SCHEMA, *MIGRATIONS.values()]
+    return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
+
+
+def _check_not_foreign(db: sqlite3.Connection, path: Path, tables: set[str]) -> dict[str, str]:
+    """The ``meta`` of a MUSTER store; any other SQLite file is refused, and nothing is written to it.
+
+    A MUSTER store never sets ``user_version`` or ``application_id``; another program's file may.
+    """
+    for pragma in ("user_version", "application_id"):
+        value = db.execute(f"PRAGMA {pragma}").fetchone()[0]
+        if value:
+            raise StoreError(
+                f"{path} is an SQLite file of another program ({pragma} {value}), not a MUSTER store; "
+                "give a new path or a store file"
+            )
     meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
-    if meta.get("application") != APPLICATION:
+    if tables and meta.get("application") != APPLICATION:
         raise StoreError(f"{path} is an SQLite file but not a MUSTER store; give a new path or a store file")
-    version = int(meta.get("schema_version", "0"))
+    return meta
+
+
+def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str], access: Access) -> None:
+    version = _schema_version(meta.get("schema_version", "0"), path)
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path} was written by a newer MUSTER (store schema {version}; this one reads up to "
             f"{SCHEMA_VERSION}); upgrade muster-memory to open it"
+        )
+    if version < SCHEMA_VERSION and access != "rw":
+        raise StoreReadOnly(
+            f"{path} needs a migration to store schema {SCHEMA_VERSION} but is read-only; open it once "
+            "with write access"
         )
     while version < SCHEMA_VERSION:
         migration = MIGRATIONS.get(version)
@@ -670,47 +944,63 @@ def _check_and_migrate(db: sqlite3.Connection, path: Path, tables: set[str]) -> 
             version += 1
             db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
         log.info("migrated %s to store schema %d", path, version)
+    _check_tables(path, _tables(db))
+
+
+def _schema_version(value: str, path: Path) -> int:
+    if not value.isdigit():
+        raise StoreCorrupt(
+            f"{path} is damaged: its schema version {value!r} is not a number; restore it from a backup"
+        )
+    return int(value)
+
+
+def _check_tables(path: Path, tables: set[str]) -> None:
+    known = _known_tables()
+    if missing := sorted(known - tables):
+        raise StoreCorrupt(
+            f"{path} is damaged: table {', '.join(missing)} is missing; restore it from a backup"
+        )
+    if foreign := sorted(tables - known):
+        raise StoreError(
+            f"{path} holds tables MUSTER does not make ({', '.join(foreign)}): another program's file? "
+            "give a MUSTER store or a new path"
+        )
 
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def read_records_file(path: str | Path | None, stdin: Callable[[], str] | None = None) -> list[Any]:
+# --- records from a file or standard input (muster add) --------------------------------------
+
+
+def read_records_file(
+    path: str | Path | None, stdin: BinaryIO | None = None, max_bytes: int | None = None
+) -> list[Any]:
     """Records to add from a file (``.json`` array, ``.jsonl``, or text: one record per
-    blank-line-separated block) or from standard input (JSON, JSON lines, or text)."""
+    blank-line-separated block) or from standard input (JSON, JSON lines, or text), read by the
+    one input reader (:func:`muster_exact.records.read_input`: regular files, a size cap)."""
     if path is None or str(path) == "-":
         if stdin is None:
             raise InputError("no input: give a file, or '-' with records on standard input")
-        return _parse_records(stdin(), "standard input")
+        return _parse_records(read_input(stdin, max_bytes), "standard input")
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path} is not a file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text (byte {exc.start}); records must be UTF-8") from None
-    return _parse_records(text, str(path), path.suffix.lower())
+    return _parse_records(read_input(path, max_bytes), str(path), path.suffix.lower())
 
 
 def _parse_records(text: str, where: str, suffix: str = "") -> list[Any]:
     stripped = text.strip()
     if not stripped:
         raise InputError(f"{where} is empty; nothing to add")
-    if suffix == ".json" or (not suffix and stripped[0] in "[{" and _is_json(stripped)):
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    if suffix == ".json":
+        value = load_json(stripped, where)
+    elif not suffix and stripped[0] in "[{":  # no name to go by: JSON, JSON lines or text
+        value = sniff_json(stripped, where)
+    else:
+        value = NOT_JSON
+    if value is not NOT_JSON:
         return value if isinstance(value, list) else [value]
     if suffix == ".jsonl" or (not suffix and stripped[0] == "{"):
         return parse_jsonl(stripped, where)
-    return [block for block in (b.strip("\n") for b in stripped.split("\n\n")) if block.strip()]
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True
+    return [block for block in (b.strip("\n") for b in stripped.split("\n\n")) if not is_blank(block)]

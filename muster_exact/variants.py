@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from muster_exact.assemble import Context, assemble
 from muster_exact.channels import Proposals
 from muster_exact.errors import InputError
-from muster_exact.memory import Memory, _checked_query, _checked_units
+from muster_exact.memory import Memory, checked_query, checked_units
 from muster_exact.rerank import Ranking
 from muster_exact.select import Selected, scaled_floors, select
 
@@ -44,8 +44,8 @@ def context(
         raise InputError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
     if system == "muster":
         return memory.context(query, units)
-    query = _checked_query(query)
-    units_read = memory.plan.units_read if units is None else _checked_units(units)
+    query = checked_query(query)
+    units_read = memory.plan.units_read if units is None else checked_units(units)
     if system in BUDGETED:
         if budget is None or budget < 0:
             raise InputError(f"system {system!r} needs a token budget (MUSTER's context tokens)")

@@ -4,16 +4,22 @@ A second build of the same store, or of a store that shares units with one
 built before, embeds nothing it has seen. The file is safe to share between
 processes (WAL, a busy timeout); vectors are stored as float32 bytes, so a
 cache hit gives back exactly the array that was computed.
+
+A cache is a help, never a condition: in a store opened read-only nothing is
+written, and a write that fails (a full disk) is logged and skipped, so the
+read it serves still answers.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
 
 from muster_exact.tokens import resource_dir
 
@@ -31,6 +37,32 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 _CHUNK = 500  # keys per SELECT: below SQLite's bound-parameter limit
 
+log = logging.getLogger(__name__)
+
+# How a file is opened: read-write, read-only, or read-only of a file nothing can change meanwhile
+# (SQLite then needs no shared-memory file beside it: what a read-only folder allows).
+Access = Literal["rw", "ro", "immutable"]
+
+
+def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3.Connection:
+    """An SQLite connection to ``path`` (None: in memory) with the given access."""
+    if path is None:
+        target, uri = ":memory:", False
+    elif access == "rw":
+        target, uri = str(path), False
+    else:
+        query = "mode=ro&immutable=1" if access == "immutable" else "mode=ro"
+        target, uri = f"file:{quote(str(path.absolute()))}?{query}", True
+    db: sqlite3.Connection = sqlite3.connect(target, uri=uri, **options)
+    return db
+
+
+def _cache_write(what: str, write: Callable[[], object]) -> None:
+    try:
+        write()
+    except sqlite3.Error as exc:  # a cache that cannot grow costs time, never an answer
+        log.warning("could not cache %s (%s); they are computed again next time", what, exc)
+
 
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -43,15 +75,17 @@ def default_path() -> Path:
 class VectorCache:
     """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
         self.path = path
+        self.writable = access == "rw"
         self._lock = threading.Lock()
-        if path is not None:
+        if path is not None and self.writable:
             path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, check_same_thread=False)
-        if path is not None:
-            self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(SCHEMA)
+        self._db = connect(path, access, timeout=60, check_same_thread=False)
+        if self.writable:
+            if path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
 
     def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
@@ -67,11 +101,17 @@ class VectorCache:
         return found
 
     def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
-        with self._lock, self._db:
-            self._db.executemany(
-                "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)",
-                [(model, key, dim, blob) for key, blob, dim in items],
-            )
+        if not self.writable:
+            return
+        rows = [(model, key, dim, blob) for key, blob, dim in items]
+
+        def write() -> None:
+            with self._lock, self._db:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)", rows
+                )
+
+        _cache_write(f"{len(rows)} vectors", write)
 
     def close(self) -> None:
         with self._lock:
@@ -93,12 +133,14 @@ class ScoreCache:
     """Cross-encoder scores by (model, query hash, unit text hash): a repeated question costs no
     cross-encoder call, in this process or the next."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+        self.writable = access == "rw"
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, check_same_thread=False)
-        if path is not None:
-            self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(SCORES_SCHEMA)
+        self._db = connect(path, access, timeout=60, check_same_thread=False)
+        if self.writable:
+            if path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCORES_SCHEMA)
 
     def scored(
         self, model: str, query: str, texts: Sequence[str], score: Callable[[str, list[str]], list[float]]
@@ -126,11 +168,14 @@ class ScoreCache:
         if first_index:
             fresh = score(query, [texts[i] for i in first_index.values()])
             new = dict(zip(first_index, fresh, strict=True))
-            with self._lock, self._db:
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)",
-                    [(model, query_key, key, float(value)) for key, value in new.items()],
-                )
+            if self.writable:
+                rows = [(model, query_key, key, float(value)) for key, value in new.items()]
+
+                def write() -> None:
+                    with self._lock, self._db:
+                        self._db.executemany("INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)", rows)
+
+                _cache_write(f"{len(rows)} cross-encoder scores", write)
             found.update(new)
         return [found[k] for k in keys], len(first_index)
 

@@ -76,13 +76,34 @@ def default_manifest() -> Path:
     return Path(__file__).resolve().parent.parent / "manifests" / "cuts.json"
 
 
-def load_manifest(path: Path) -> dict[str, dict[str, Any]]:
+def read_json(path: Path) -> Any:
+    """A pinned manifest's JSON; anything that is not one (missing, a directory, not UTF-8, not
+    JSON, nested past the parser's depth) is one ManifestError line naming the file."""
+    if not path.exists():
+        raise ManifestError(f"manifest {path} not found; pass --manifest PATH")
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise ManifestError(f"manifest {path} is not a regular file; pass a manifest JSON file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ManifestError(f"manifest {path} not found; pass --manifest PATH") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"cannot read manifest {path}: {exc}") from None
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"manifest {path} is not UTF-8 text (byte {exc.start}); pass a manifest JSON file"
+        ) from None
+    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ManifestError(f"cannot read manifest {path}: {reason}") from None
+
+
+def require_data_root(data_dir: Path) -> None:
+    """Fail before any verdict is printed when the data root is missing or holds no benchmark.
+
+    ``corpora.find_stores`` owns that rule; asking it for its first store applies it.
+    """
+    next(find_stores(data_dir), None)
+
+
+def load_manifest(path: Path) -> dict[str, dict[str, Any]]:
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         raise ManifestError(f"{path}: expected a cuts manifest with schema_version {SCHEMA_VERSION}")
     stores = data.get("stores")

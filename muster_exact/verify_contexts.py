@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from muster_exact.corpora import benchmark_stores
-from muster_exact.errors import ManifestError
+from muster_exact.errors import DataError, ManifestError
+from muster_exact.verify import read_json, require_data_root
 
 SCHEMA_VERSION = 2
 RULE_SETS = ("exact", "native")
@@ -50,24 +51,35 @@ def manifest_paths(root: Path, preset: str | None = None) -> list[Path]:
 
 
 def load(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"cannot read {path}: {exc}") from None
-    if data.get("schema_version") == 1:
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("schema_version") == 1:
         raise ManifestError(
             f"{path}: pinned by an older MUSTER (schema 1, before pieces and rule sets); "
             "re-pin it with scripts/pin_contexts.py from a fresh run"
         )
     if (
-        data.get("schema_version") != SCHEMA_VERSION
+        not isinstance(data, dict)
+        or data.get("schema_version") != SCHEMA_VERSION
         or not isinstance(data.get("hashes"), dict)
+        or not isinstance(data.get("stores"), list)
         or data.get("rules") not in RULE_SETS
     ):
         raise ManifestError(
-            f"{path}: not a context manifest (schema_version {SCHEMA_VERSION} with 'rules' and 'hashes')"
+            f"{path}: not a context manifest (schema_version {SCHEMA_VERSION} with 'rules', 'stores' "
+            "and 'hashes')"
         )
     return data
+
+
+def require_data(data_dir: Path, benchmarks: set[str]) -> None:
+    """The data root, and each benchmark the manifests pin, checked before any verdict is printed."""
+    require_data_root(data_dir)
+    for benchmark in sorted(benchmarks):
+        if next(iter(benchmark_stores(benchmark, data_dir)), None) is None:
+            raise DataError(
+                f"no {benchmark} stores under {data_dir}; pass --data DIR, the benchmark data root "
+                "(e.g. ../shared/data), or --preset to check fewer manifests"
+            )
 
 
 def path_for(root: Path, benchmark: str, preset: str, models: str, rules: str) -> Path:
@@ -75,11 +87,12 @@ def path_for(root: Path, benchmark: str, preset: str, models: str, rules: str) -
     return root / "contexts" / benchmark / preset / f"{models}{suffix}.json"
 
 
-def check(path: Path, data_dir: Path) -> ContextCheck:
+def check(path: Path, data_dir: Path, manifest: dict[str, Any] | None = None) -> ContextCheck:
+    """Rebuild the manifest's stores and compare each pinned question's context SHA-256."""
     from muster_exact.memory import build
     from muster_exact.rules import EXACT, NATIVE
 
-    manifest = load(path)
+    manifest = manifest if manifest is not None else load(path)
     rules = EXACT if manifest["rules"] == "exact" else NATIVE
     pinned: dict[str, str] = manifest["hashes"]
     wanted = set(manifest["stores"])

@@ -26,14 +26,30 @@ def data() -> Path:
 
 
 def run_muster(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
+    stdin: str | bytes | None = None,
+    prefix: tuple[str, ...] = (),
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "muster_exact", *args],
+    """The real CLI in a subprocess, as a user runs it (``prefix``: a command to run it under)."""
+    result = subprocess.run(
+        [*prefix, sys.executable, "-m", "muster_exact", *args],
+        input=stdin.encode() if isinstance(stdin, str) else stdin,
         capture_output=True,
-        text=True,
         cwd=cwd,
         env={**os.environ, **(env or {})},
-        timeout=600,
+        timeout=timeout,
     )
+    out, err = (stream.decode("utf-8", "replace") for stream in (result.stdout, result.stderr))
+    return subprocess.CompletedProcess(result.args, result.returncode, out, err)
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], message: str) -> str:
+    """A refusal as the CLI gives it: exit 2 and one stderr line naming the problem, no traceback."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("muster: error: "), result.stderr
+    assert message in lines[0] and "Traceback" not in result.stderr
+    return lines[0]

@@ -88,11 +88,12 @@ def choice_answer(reply: str, options: dict[str, str]) -> str:
     return reply
 
 
-def saved_contexts(directory: Path) -> dict[str, dict[str, Any]]:
-    lines = {line["qid"]: line for line in runs.complete_lines(directory / runs.CONTEXTS)}
+def saved_contexts(directory: Path, known: set[str]) -> dict[str, dict[str, Any]]:
+    path = directory / runs.CONTEXTS
+    lines = {line["qid"]: line for line in runs.read_jsonl(path, known).rows}
     if not lines:
         raise StageOrderError(
-            f"no contexts at {directory / runs.CONTEXTS}; run stage=contexts first with the same "
+            f"no contexts at {path}; run stage=contexts first with the same "
             "benchmark, preset, models and system"
         )
     return lines
@@ -133,58 +134,62 @@ def jobs(
 def run(cfg: DictConfig, repo: Path) -> Path:
     endpoint = llm.endpoint_from(cfg.reader)
     llm.check_ready(endpoint)
-    saved = saved_contexts(runs.run_dir(cfg))  # cheap checks first
-    pinned = pinned_files(cfg)
-    prompts = load_prompts(cfg.reader.prompts, cfg.benchmark.name, pinned)
     data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
     benchmark = benchmarks.load(cfg.benchmark.name)
     stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
+    known = {q.id for store in stores for q in store.questions}
+    saved = saved_contexts(runs.run_dir(cfg), known)  # before the prompts, which may be fetched
+    pinned = pinned_files(cfg)
+    prompts = load_prompts(cfg.reader.prompts, cfg.benchmark.name, pinned)
     directory = runs.answers_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
     out_path = directory / runs.ANSWERS
-    done = {line["qid"] for line in runs.complete_lines(out_path)}
-    total = sum(len(s.questions) for s in stores)
-    client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
-    started = record.utc_now()
+    with runs.locked(out_path):
+        answered = runs.read_jsonl(out_path, known)
+        done = answered.ids()
+        total = sum(len(s.questions) for s in stores)
+        client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
+        started = record.utc_now()
 
-    def ask(job: Job) -> tuple[Template, dict[str, str], llm.Reply | llm.Failure]:
-        template, values = answer_template(prompts, cfg.benchmark.name, job.question)
-        messages = template.messages(context=job.context, **values)
-        return template, values, client.ask(messages, template.json_reply)
+        def ask(job: Job) -> tuple[Template, dict[str, str], llm.Reply | llm.Failure]:
+            template, values = answer_template(prompts, cfg.benchmark.name, job.question)
+            messages = template.messages(context=job.context, **values)
+            return template, values, client.ask(messages, template.json_reply)
 
-    written = 0
-    try:
-        with out_path.open("a", encoding="utf-8") as out:
-            progress = tqdm(
-                total=total, initial=len(done), desc="answer", unit="q", disable=not cfg.stage.progress
+        written = 0
+        try:
+            with runs.append_to(answered) as out:
+                progress = tqdm(
+                    total=total, initial=len(done), desc="answer", unit="q", disable=not cfg.stage.progress
+                )
+                for job, (template, values, outcome) in llm.run_bounded(
+                    jobs(cfg, stores, saved, done), ask, endpoint.concurrency
+                ):
+                    line = answer_line(job, template, values, outcome)
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    out.flush()
+                    written += 1
+                    progress.update()
+                progress.close()
+        finally:
+            client.cache.close()
+            record.write(
+                directory / "run.json",
+                record.llm_stage(
+                    "answer",
+                    OmegaConf.to_container(cfg, resolve=True),
+                    repo,
+                    started,
+                    {"reader": endpoint.describe()},
+                    prompts.describe(),
+                    describe(pinned),
+                    client.usage.to_dict(),
+                    contexts_run=str(runs.run_dir(cfg)),
+                    totals=answer_totals(out_path),  # the whole answers file, over every resume
+                    usage_total=record.usage_total(directory / "run.json", client.usage.to_dict()),
+                    counts={"questions": total, "answered_now": written, "resumed": len(done)},
+                ),
             )
-            for job, (template, values, outcome) in llm.run_bounded(
-                jobs(cfg, stores, saved, done), ask, endpoint.concurrency
-            ):
-                out.write(json.dumps(answer_line(job, template, values, outcome), ensure_ascii=False) + "\n")
-                out.flush()
-                written += 1
-                progress.update()
-            progress.close()
-    finally:
-        client.cache.close()
-        record.write(
-            directory / "run.json",
-            record.llm_stage(
-                "answer",
-                OmegaConf.to_container(cfg, resolve=True),
-                repo,
-                started,
-                {"reader": endpoint.describe()},
-                prompts.describe(),
-                describe(pinned),
-                client.usage.to_dict(),
-                contexts_run=str(runs.run_dir(cfg)),
-                totals=answer_totals(out_path),  # the whole answers file, over every resume
-                usage_total=record.usage_total(directory / "run.json", client.usage.to_dict()),
-                counts={"questions": total, "answered_now": written, "resumed": len(done)},
-            ),
-        )
     log.info("%s: %d answers written, %d resumed; %s", directory, written, len(done), client.usage.to_dict())
     return directory
 
@@ -192,7 +197,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
 def answer_totals(path: Path) -> dict[str, int]:
     """Questions, failures, requests sent (not from the cache) and tokens, over the answers file."""
     totals = {"questions": 0, "failed": 0, "requests_sent": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for line in runs.complete_lines(path):
+    for line in runs.read_jsonl(path).rows:
         totals["questions"] += 1
         totals["failed"] += int(bool(line.get("failure")))
         totals["requests_sent"] += int(line.get("cached") is False)

@@ -5,7 +5,10 @@ store, category, context SHA-256, tokens, unit ids, record ids, channel
 provenance, the no-LLM scores) and ``timings.jsonl`` (build seconds, query
 milliseconds: kept apart so the contexts file is byte-identical between
 runs), then ``run.json``. A finished question is never redone: a rerun
-resumes where the last one stopped.
+resumes where the last one stopped. A shard writes files of its own
+(``contexts.shard-K-of-N.jsonl``, ``timings.shard-K-of-N.jsonl``), so shards
+run at once; ``stage=merge`` joins them. The contexts file is locked while it
+is written (:func:`harness.runs.locked`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import logging
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
@@ -64,79 +67,93 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     system = systems.check(cfg.system.name)
     benchmark = benchmarks.load(cfg.benchmark.name)
     data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
+    all_stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
     directory = runs.run_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
-    shard, shards = cfg.stage.shard, cfg.stage.shards
-    if not 0 <= shard < shards:
-        raise ValueError(f"stage.shard must be in [0, {shards}), not {shard}")
+    shard, shards = cfg.stage.shard, cfg.stage.shards  # in range: harness.config.check
     out_path = directory / runs.contexts_name(shard, shards)
-    done = {line["qid"] for line in runs.complete_lines(out_path)}
-    started_at = record.utc_now()
-    cache_path = None  # the default vector cache under $MUSTER_HOME
-    counts = {"stores": 0, "questions": 0, "resumed": len(done)}
-    all_stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
-    with out_path.open("a", encoding="utf-8") as out, (directory / runs.TIMINGS).open("a") as timings:
-        stores = tqdm(
-            list(enumerate(all_stores)), desc=cfg.benchmark.name, unit="store", disable=not cfg.stage.progress
+    with runs.locked(out_path):
+        saved = runs.read_jsonl(out_path, known={q.id for store in all_stores for q in store.questions})
+        timings_saved = runs.read_jsonl(directory / runs.timings_name(shard, shards), key=None)
+        started_at = record.utc_now()
+        counts = {"stores": 0, "questions": 0, "resumed": len(saved.rows)}
+        with runs.append_to(saved) as out, runs.append_to(timings_saved) as timings:
+            _write_contexts(cfg, system, all_stores, saved.ids(), out, timings, counts)
+        if shards == 1:
+            write_run_tables(directory)
+        record_path = directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json"
+        record.write(
+            record_path,
+            {
+                "first_run": _first_run(record_path),
+                "stage": "contexts",
+                "config": OmegaConf.to_container(cfg, resolve=True),
+                "identity": runs.identity(cfg),
+                "overrides": list(_overrides()),
+                "git": record.git_state(repo),
+                "environment": record.environment(),
+                "data": dict(sorted(data.checked.items())),
+                "models": _models(cfg.models.name),
+                "started_utc": started_at,
+                "ended_utc": record.utc_now(),
+                "counts": counts,
+            },
         )
-        for store_index, store in stores:
-            if store_index % shards != shard:
-                continue
-            todo = [(i, q) for i, q in enumerate(store.questions) if q.id not in done]
-            counts["stores"] += 1
-            if not todo:
-                continue
-            memories, build_s, reused = memory_for(store, cfg, cache_path)
-            # A memory reused from an earlier job of this process reports the build it cost then.
-            timings.write(
-                json.dumps({"store": store.name, "build_s": round(build_s, 4), "reused": reused}) + "\n"
-            )
-            progress = tqdm(todo, desc=store.name, unit="q", disable=not cfg.stage.progress, leave=False)
-            for question_index, question in progress:
-                t0 = time.perf_counter()
-                context, budget = systems.context(memories, system, question.text)
-                query_ms = 1000 * (time.perf_counter() - t0)
-                line: dict[str, Any] = {
-                    "order": [store_index, question_index],
-                    "qid": question.id,
-                    "store": store.name,
-                    "category": question.category,
-                    "sha256": hashlib.sha256(context.text.encode()).hexdigest(),
-                    "tokens": context.tokens,
-                    "budget": budget,
-                    "units": list(context.unit_ids),
-                    "records": list(context.record_ids),
-                    "provenance": provenance(context),
-                    **question_scores(question, context.text, context.record_ids),
-                }
-                if cfg.stage.save_text:
-                    line["text"] = context.text
-                out.write(json.dumps(line, ensure_ascii=False) + "\n")
-                out.flush()
-                timings.write(json.dumps({"qid": question.id, "query_ms": round(query_ms, 3)}) + "\n")
-                counts["questions"] += 1
-    if shards == 1:
-        write_run_tables(directory)
-    record_path = directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json"
-    record.write(
-        record_path,
-        {
-            "first_run": _first_run(record_path),
-            "stage": "contexts",
-            "config": OmegaConf.to_container(cfg, resolve=True),
-            "identity": runs.identity(cfg),
-            "overrides": list(_overrides()),
-            "git": record.git_state(repo),
-            "environment": record.environment(),
-            "data": dict(sorted(data.checked.items())),
-            "models": _models(cfg.models.name),
-            "started_utc": started_at,
-            "ended_utc": record.utc_now(),
-            "counts": counts,
-        },
-    )
     log.info("%s: %d questions written, %d resumed", directory, counts["questions"], counts["resumed"])
     return directory
+
+
+def _write_contexts(
+    cfg: DictConfig,
+    system: str,
+    all_stores: list[Store],
+    done: set[str],
+    out: TextIO,
+    timings: TextIO,
+    counts: dict[str, int],
+) -> None:
+    """Each question of this shard's stores not done yet: its context line and its timing."""
+    shard, shards = cfg.stage.shard, cfg.stage.shards
+    cache_path = None  # the default vector cache under $MUSTER_HOME
+    stores = tqdm(
+        list(enumerate(all_stores)), desc=cfg.benchmark.name, unit="store", disable=not cfg.stage.progress
+    )
+    for store_index, store in stores:
+        if store_index % shards != shard:
+            continue
+        todo = [(i, q) for i, q in enumerate(store.questions) if q.id not in done]
+        counts["stores"] += 1
+        if not todo:
+            continue
+        memories, build_s, reused = memory_for(store, cfg, cache_path)
+        # A memory reused from an earlier job of this process reports the build it cost then.
+        timings.write(
+            json.dumps({"store": store.name, "build_s": round(build_s, 4), "reused": reused}) + "\n"
+        )
+        progress = tqdm(todo, desc=store.name, unit="q", disable=not cfg.stage.progress, leave=False)
+        for question_index, question in progress:
+            t0 = time.perf_counter()
+            context, budget = systems.context(memories, system, question.text)
+            query_ms = 1000 * (time.perf_counter() - t0)
+            line: dict[str, Any] = {
+                "order": [store_index, question_index],
+                "qid": question.id,
+                "store": store.name,
+                "category": question.category,
+                "sha256": hashlib.sha256(context.text.encode()).hexdigest(),
+                "tokens": context.tokens,
+                "budget": budget,
+                "units": list(context.unit_ids),
+                "records": list(context.record_ids),
+                "provenance": provenance(context),
+                **question_scores(question, context.text, context.record_ids),
+            }
+            if cfg.stage.save_text:
+                line["text"] = context.text
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.flush()
+            timings.write(json.dumps({"qid": question.id, "query_ms": round(query_ms, 3)}) + "\n")
+            counts["questions"] += 1
 
 
 def _first_run(path: Path) -> dict[str, Any] | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from tqdm import tqdm
 
 from harness import audit, benchmarks, judging, llm, record, runs
 from harness.data import DataRoot
-from harness.pinned import describe
+from harness.pinned import PinnedFiles, describe
 from harness.prompts import PromptSet
 from harness.prompts import load as load_prompts
 from harness.stages.answer import StageOrderError, pinned_files
@@ -59,8 +58,8 @@ def corrected_golds(cfg: DictConfig, data: DataRoot) -> dict[str, str] | None:
     return {qid: e.correct_answer for qid, e in errata.items() if e.gold_wrong}
 
 
-def saved_answers(directory: Path) -> list[dict[str, Any]]:
-    lines = list(runs.complete_lines(directory / runs.ANSWERS))
+def saved_answers(directory: Path, known: set[str]) -> list[dict[str, Any]]:
+    lines = runs.read_jsonl(directory / runs.ANSWERS, known).rows
     if not lines:
         raise StageOrderError(
             f"no answers at {directory / runs.ANSWERS}; run stage=answer first with the same reader"
@@ -129,30 +128,38 @@ def align_events(
 def run(cfg: DictConfig, repo: Path) -> Path:
     endpoint = llm.endpoint_from(cfg.judge)
     llm.check_ready(endpoint)
-    if cfg.judge.runs < 1:
-        raise StageOrderError(f"judge.runs must be at least 1, not {cfg.judge.runs}")
-    if cfg.judge.runs > 1 and cfg.judge.seed is None:
-        raise StageOrderError("judge.runs > 1 needs a judge.seed: each run is the seed plus its number")
-    answers = saved_answers(runs.answers_dir(cfg))  # cheap checks first
-    pinned = pinned_files(cfg)
-    prompts = load_prompts(cfg.judge.prompts, cfg.benchmark.name, pinned)
     data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
     questions = questions_by_id(cfg, data)
+    answers = saved_answers(runs.answers_dir(cfg), set(questions))  # before the prompts, which may be fetched
+    pinned = pinned_files(cfg)
+    prompts = load_prompts(cfg.judge.prompts, cfg.benchmark.name, pinned)
     errata = corrected_golds(cfg, data)
     directory = runs.judge_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
     out_path = directory / runs.JUDGMENTS
-    done = {line["qid"] for line in runs.complete_lines(out_path)}
+    with runs.locked(out_path):
+        return _judge_all(cfg, repo, endpoint, questions, answers, prompts, pinned, errata, out_path)
+
+
+def _judge_all(
+    cfg: DictConfig,
+    repo: Path,
+    endpoint: llm.Endpoint,
+    questions: dict[str, dict[str, Any]],
+    answers: list[dict[str, Any]],
+    prompts: PromptSet,
+    pinned: PinnedFiles,
+    errata: dict[str, str] | None,
+    out_path: Path,
+) -> Path:
+    """Judge every answer not judged yet, appending to ``out_path`` (whose lock the caller holds)."""
+    directory = out_path.parent
+    judged_before = runs.read_jsonl(out_path, set(questions))
+    done = judged_before.ids()
     client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
     started = record.utc_now()
 
-    def todo() -> Iterator[dict[str, Any]]:
-        for line in answers:
-            if line["qid"] in done:
-                continue
-            if line["qid"] not in questions:
-                raise StageOrderError(f"answer {line['qid']} is not a question of the selected benchmark")
-            yield line
+    todo = (line for line in answers if line["qid"] not in done)
 
     def judge(line: dict[str, Any]) -> dict[str, Any]:
         question = questions[line["qid"]]
@@ -188,11 +195,11 @@ def run(cfg: DictConfig, repo: Path) -> Path:
 
     written = 0
     try:
-        with out_path.open("a", encoding="utf-8") as out:
+        with runs.append_to(judged_before) as out:
             progress = tqdm(
                 total=len(answers), initial=len(done), desc="judge", unit="q", disable=not cfg.stage.progress
             )
-            for _, judged in llm.run_bounded(todo(), judge, endpoint.concurrency):
+            for _, judged in llm.run_bounded(todo, judge, endpoint.concurrency):
                 out.write(json.dumps(judged, ensure_ascii=False) + "\n")
                 out.flush()
                 written += 1

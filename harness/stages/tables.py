@@ -9,6 +9,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from harness import runs, systems
+from harness.stages.answer import StageOrderError
 from harness.tables import comparison, markdown
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,11 @@ def run(cfg: DictConfig, repo: Path) -> Path:
             found[system] = directory
         else:
             log.warning("no %s run at %s; left out of the table", system, directory)
+    if not found:
+        raise StageOrderError(
+            f"no runs of {cfg.benchmark.name}, preset {cfg.preset.name}, models {cfg.models.name} under "
+            f"{cfg.paths.results}; run stage=contexts first with the same benchmark, preset and models"
+        )
     out_dir = Path(cfg.paths.tables) / cfg.benchmark.name / cfg.preset.name / cfg.models.name
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     for system, directory in found.items():  # the run records, beside the tables they made

@@ -35,9 +35,8 @@ def memory_node(
 
     def node(state: State) -> State:
         question = str(state[question_key])
-        store = backend.store(namespace)
-        # Recall first: the context is what memory held before this turn.
-        context = backend.recall(question, namespace=namespace)["context"] if store.head().records else ""
+        # Recall first: the context is what memory held before this turn (empty while it holds nothing).
+        context = backend.recall(question, namespace=namespace)["context"]
         turn = state.get("turn_id")
         backend.remember(
             {"speaker": speaker, "text": question},

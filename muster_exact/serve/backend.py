@@ -1,27 +1,51 @@
 """The one backend every server and integration calls: remember, recall, search, info.
 
-Each operation takes plain values and returns plain JSON-ready dicts, so the
-MCP tools, the HTTP routes and the framework tools are thin shells around
-it. Stores are opened per namespace on first use and kept open; a request
-that does not name a namespace uses the backend's default. Errors are the
-library's typed errors (:class:`~muster_exact.errors.InputError` for what
-the caller sent, :class:`~muster_exact.store.StoreError` for the file);
-each server turns them into its own answers in one place.
+Each operation takes the values a caller sent, exactly as sent (no server
+coerces or defaults them first), validates them with the library's own
+rules, and returns plain JSON-ready dicts, so the MCP tools, the HTTP routes
+and the framework tools are thin shells around it and refuse the same input
+with the same message. Errors are the library's typed errors
+(:class:`~muster_exact.errors.InputError` for what the caller sent,
+:class:`~muster_exact.store.StoreError` for the file); each server turns them
+into its own answers in one place, through :meth:`Backend.explain`, which
+never shows the store's path.
+
+Namespaces are opened on first use and kept in a bounded LRU
+(``max_open``): the least recently used one is closed when the bound is
+passed, never while a call is using it. A read of a namespace the file does
+not hold opens nothing and answers as an empty namespace does.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from muster_exact.assemble import record_label
-from muster_exact.errors import InputError
-from muster_exact.store import DEFAULT_NAMESPACE, Store
+from muster_exact.errors import InputError, MusterError
+from muster_exact.store import DEFAULT_NAMESPACE, EMPTY_HEAD, Head, Store, check_namespace, check_unicode
 
 MAX_UNITS = 200  # a read budget beyond this is almost surely a mistake (and a slow reply)
 MAX_RECORDS_PER_CALL = 10_000
+TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
+DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
+
+
+class ServeError(MusterError):
+    """A server cannot start with these settings (a port it cannot listen on, a token it cannot check)."""
+
+
+@dataclass
+class _Open:
+    """An open namespace and how many calls are using it now (it is closed only when none is)."""
+
+    store: Store
+    users: int = 0
 
 
 class Backend:
@@ -34,33 +58,55 @@ class Backend:
         namespace: str = DEFAULT_NAMESPACE,
         preset: str | None = None,
         models: Any = None,
+        max_open: int = DEFAULT_MAX_OPEN,
     ) -> None:
+        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
+            raise InputError(
+                f"max_open_namespaces (--max-open-namespaces) must be at least 1, not {max_open!r}"
+            )
         self.path = Path(path)
-        self.namespace = namespace
+        self.namespace = check_namespace(namespace)
         self.preset = preset
         self.models = models
-        self._stores: dict[str, Store] = {}
-        self._lock = threading.Lock()
-        self.store()  # open (or create) the file now: a bad path fails at start, not at the first call
+        self.max_open = max_open
+        self._models_profile()  # an unknown profile or preset fails now, not at every read
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._lock = threading.Lock()  # guards _open; each Store has its own lock for its connection
+        # The default namespace stays open (one of the max_open): it also answers "which namespaces
+        # exist", and opening it now fails a bad path at start.
+        self._default = Store.open(self.path, self.namespace, preset=preset, models=models)
+        self._hidden = _path_forms(self.path)
 
-    def store(self, namespace: str | None = None) -> Store:
-        name = namespace or self.namespace
-        with self._lock:
-            if name not in self._stores:
-                self._stores[name] = Store.open(self.path, name, preset=self.preset, models=self.models)
-            return self._stores[name]
+    def store(self) -> Store:
+        """The default namespace (always open)."""
+        return self._default
 
     def close(self) -> None:
         with self._lock:
-            for store in self._stores.values():
-                store.close()
-            self._stores.clear()
+            entries, self._open = list(self._open.values()), OrderedDict()
+        _close([entry.store for entry in entries])
+        self._default.close()
+
+    def _models_profile(self) -> dict[str, Any]:
+        """The model profile reads use (checked with the preset, if any)."""
+        from muster_exact import presets
+        from muster_exact.memory import default_models
+        from muster_exact.models import profile
+
+        if self.preset is not None:
+            presets.load(self.preset)
+        return profile(self.models or default_models()).to_dict()
+
+    def explain(self, exc: MusterError) -> str:
+        """An error's message as callers see it: the store's location is not theirs to know."""
+        text = str(exc)
+        for shown, said in self._hidden:
+            text = text.replace(shown, said)
+        return text
 
     # -- operations
 
-    def remember(
-        self, records: Any, request_id: str | None = None, namespace: str | None = None
-    ) -> dict[str, Any]:
+    def remember(self, records: Any, request_id: Any = None, namespace: Any = None) -> dict[str, Any]:
         """Add one record or a list of them (one transaction; no model call)."""
         if (
             isinstance(records, Sequence)
@@ -70,67 +116,164 @@ class Backend:
             raise InputError(
                 f"{len(records):,} records in one call; send at most {MAX_RECORDS_PER_CALL:,} per call"
             )
-        return self.store(namespace).add(records, request_id=request_id).to_dict()
+        if isinstance(request_id, str):
+            check_unicode(request_id, "request_id")  # it is stored and compared as text
+        with self._using(namespace, create=True) as store:
+            assert store is not None  # a write always opens its namespace
+            return store.add(records, request_id=request_id).to_dict()
 
-    def recall(self, query: str, units: int | None = None, namespace: str | None = None) -> dict[str, Any]:
-        """The assembled context for ``query``: verbatim text in stored order, with its provenance."""
-        context = self.store(namespace).context(query, _units(units))
-        return {
-            "query": context.query,
-            "context": context.text,
-            "tokens": context.tokens,
-            "units": list(context.unit_ids),
-            "records": list(context.record_ids),
-            "head": self.store(namespace).head().to_dict(),
-        }
+    def recall(self, query: Any, units: Any = None, namespace: Any = None) -> dict[str, Any]:
+        """The assembled context for ``query``: verbatim text in stored order, with its provenance.
+        An empty namespace (or one never written) has an empty context."""
+        query, units = _checked_read(query, units)
+        with self._using(namespace, create=False) as store:
+            head = self._head_of(store, namespace)
+            if store is None or not head.records:
+                empty = {"context": "", "tokens": 0, "units": [], "records": []}
+                return {"query": query, **empty, "head": head.to_dict()}
+            context = store.context(query, units)
+            return {
+                "query": context.query,
+                "context": context.text,
+                "tokens": context.tokens,
+                "units": list(context.unit_ids),
+                "records": list(context.record_ids),
+                "head": store.head().to_dict(),
+            }
 
-    def search(self, query: str, units: int | None = None, namespace: str | None = None) -> dict[str, Any]:
+    def search(self, query: Any, units: Any = None, namespace: Any = None) -> dict[str, Any]:
         """The selected passages, best first, each with its unit id, records and why it was chosen;
-        no assembly (no grouping, no stored order)."""
-        store = self.store(namespace)
-        memory = store.memory()
-        context = memory.context(query, _units(units))
-        cut = memory.cut
-        passages = []
-        for p in sorted(
-            context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit)
-        ):
-            unit = cut.units[p.shown_as]
-            passages.append(
-                {
-                    "unit": p.shown_as,
-                    "text": cut.text(unit),
-                    "records": [record_label(cut, r) for r in unit.records],
-                    "channels": p.channels,
-                    "rerank_rank": p.rerank_rank,
-                    "rerank_score": p.rerank_score,
-                    "reason": p.reason,
-                }
-            )
-        return {"query": query, "passages": passages, "head": store.head().to_dict()}
+        no assembly (no grouping, no stored order); none for an empty namespace."""
+        query, units = _checked_read(query, units)
+        with self._using(namespace, create=False) as store:
+            head = self._head_of(store, namespace)
+            if store is None or not head.records:
+                return {"query": query, "passages": [], "head": head.to_dict()}
+            return {
+                "query": query,
+                "passages": _passages(store, query, units),
+                "head": store.head().to_dict(),
+            }
 
-    def info(self, namespace: str | None = None) -> dict[str, Any]:
-        """Namespaces, this namespace's head, its plan (when it has records) and the models reads use."""
-        store = self.store(namespace)
-        head = store.head()
-        plan = store.plan().to_dict() if head.records else None
-        from muster_exact.memory import default_models
-        from muster_exact.models import profile
+    def info(self, namespace: Any = None, *, namespaces: bool = True) -> dict[str, Any]:
+        """This namespace's head, its plan (when it has records), the models reads use and, unless
+        ``namespaces=False`` (a caller who may not list them), the file's namespaces."""
+        with self._using(namespace, create=False) as store:
+            head = self._head_of(store, namespace)
+            plan = store.plan().to_dict() if store is not None and head.records else None
+        out: dict[str, Any] = {"head": head.to_dict(), "plan": plan, "preset": self.preset}
+        out["models"] = self._models_profile()
+        out["pending_erasures"] = self._default.pending_erasures()  # deletes whose text is still on disk
+        if namespaces:
+            out["namespaces"] = self._default.namespaces()
+        return out
 
-        models = profile(self.models or default_models())
-        return {
-            "path": str(self.path),
-            "namespaces": store.namespaces(),
-            "head": head.to_dict(),
-            "plan": plan,
-            "preset": self.preset,
-            "models": models.to_dict(),
-        }
+    # -- open namespaces
+
+    @contextmanager
+    def _using(self, namespace: Any, *, create: bool) -> Iterator[Store | None]:
+        """The open Store of ``namespace`` for the length of one call, or None for a read of a
+        namespace the file does not hold (nothing is opened for it)."""
+        name = self.namespace if namespace is None else check_namespace(namespace)
+        if name == self.namespace:
+            yield self._default
+            return
+        entry = self._acquire(name, create)
+        if entry is None:
+            yield None
+            return
+        try:
+            yield entry.store
+        finally:
+            with self._lock:
+                entry.users -= 1
+                evicted = self._evict()
+            _close(evicted)
+
+    def _acquire(self, name: str, create: bool) -> _Open | None:
+        with self._lock:
+            entry = self._open.get(name)
+            if entry is not None:
+                entry.users += 1
+                self._open.move_to_end(name)
+                return entry
+        if not create and name not in self._default.namespaces():
+            return None
+        # Opened outside the lock: opening can wait on SQLite, and other namespaces must not wait with it.
+        opened = Store.open(self.path, name, preset=self.preset, models=self.models)
+        with self._lock:
+            entry = self._open.get(name)
+            spare = [] if entry is None else [opened]  # another call opened it meanwhile
+            if entry is None:
+                entry = self._open[name] = _Open(opened)
+            entry.users += 1
+            self._open.move_to_end(name)
+            evicted = self._evict()
+        _close(spare + evicted)
+        return entry
+
+    def _evict(self) -> list[Store]:
+        """Take the least recently used idle namespaces out of the LRU until it fits the bound (the
+        default namespace holds one place); the caller closes them outside the lock."""
+        evicted = []
+        idle = [name for name, entry in self._open.items() if entry.users == 0]
+        while len(self._open) > self.max_open - 1 and idle:
+            evicted.append(self._open.pop(idle.pop(0)).store)
+        return evicted
+
+    def _head_of(self, store: Store | None, namespace: Any) -> Head:
+        if store is not None:
+            return store.head()
+        return Head(self.namespace if namespace is None else namespace, 0, 0, EMPTY_HEAD)
 
 
-def _units(units: int | None) -> int | None:
+def _checked_read(query: Any, units: Any) -> tuple[str, int | None]:
+    """A read's query and budget, refused as a read of any namespace refuses them, empty or not."""
+    from muster_exact.memory import checked_query
+
+    query = checked_query(query)
+    check_unicode(query, "query")
+    return query, _units(units)
+
+
+def _units(units: Any) -> int | None:
     if units is None:
         return None
     if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= MAX_UNITS:
         raise InputError(f"units must be a whole number from 1 to {MAX_UNITS}, not {units!r}")
     return units
+
+
+def _passages(store: Store, query: str, units: int | None) -> list[dict[str, Any]]:
+    memory = store.memory()
+    context = memory.context(query, units)
+    cut = memory.cut
+    passages = []
+    for p in sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit)):
+        unit = cut.units[p.shown_as]
+        passages.append(
+            {
+                "unit": p.shown_as,
+                "text": cut.text(unit),
+                "records": [record_label(cut, r) for r in unit.records],
+                "channels": p.channels,
+                "rerank_rank": p.rerank_rank,
+                "rerank_score": p.rerank_score,
+                "reason": p.reason,
+            }
+        )
+    return passages
+
+
+def _close(stores: list[Store]) -> None:
+    for store in stores:
+        store.close()
+
+
+def _path_forms(path: Path) -> list[tuple[str, str]]:
+    """How the store's location can appear in a message, longest first, and what is said instead."""
+    forms = {str(path): "the store", str(path.resolve()): "the store"}
+    for folder in (path.parent, path.resolve().parent):
+        if len(str(folder)) > 1:  # never "." or "/": replacing those would garble every message
+            forms.setdefault(str(folder), "the store's folder")
+    return sorted(forms.items(), key=lambda item: -len(item[0]))

@@ -1,131 +1,164 @@
 """The HTTP API (FastAPI + uvicorn) over :class:`~muster_exact.serve.backend.Backend`.
 
-    muster http --store agent.muster [--host 127.0.0.1] [--port 8765] [--token T]
-    curl -s localhost:8765/v1/add -d '{"records":[{"speaker":"robot","text":"Red mug on the table"}]}'
-    curl -s localhost:8765/v1/context -d '{"query":"Where did I last see the red mug?"}'
+    MUSTER_HTTP_TOKEN=... muster http --store agent.muster [--host 127.0.0.1] [--port 8765]
+    curl -s localhost:8765/v1/add -H 'Content-Type: application/json' -d '{"records":["Red mug"]}'
+    curl -s localhost:8765/v1/context -H 'Content-Type: application/json' -d '{"query":"Where is the mug?"}'
 
 Routes: ``POST /v1/add``, ``POST /v1/context``, ``POST /v1/search``,
 ``GET /v1/info``, ``GET /healthz``; the OpenAPI document at
-``/openapi.json``. Binds 127.0.0.1 unless told otherwise. With a token
-(``--token`` or ``$MUSTER_HTTP_TOKEN``) every route but ``/healthz`` needs
-``Authorization: Bearer <token>`` (401 without it). A body over the limit is
-refused with 413 before it is read; a body that is not valid JSON, or lacks a
-field, or has a wrong type, is 422 naming the field. Every body is read as
-JSON whatever its Content-Type, so ``curl -d`` works as written. Nothing is
-written on a refused request.
+``/openapi.json``. Binds 127.0.0.1 unless told otherwise.
+
+A web page can make a browser send requests to a server on 127.0.0.1, so a
+:class:`Guard` in front of every route refuses what only a browser tricked by
+a page sends: a ``Host`` that is not a name of this server (421: a rebound DNS
+name), a cross-origin ``Origin`` (403), and a body that is not
+``Content-Type: application/json`` (415: HTML forms cannot send that type
+without the page asking first). With a token (``$MUSTER_HTTP_TOKEN``, or
+``--token``) every route but ``/healthz`` needs ``Authorization: Bearer
+<token>`` (401). A body over the limit is 413 before it is read. Field values
+are validated by the library (the backend), not here, so HTTP, MCP and the
+library refuse the same input with the same message (422). Nothing is written
+on a refused request.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import json
+import logging
+import os
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+import socket
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from muster_exact import __version__
 from muster_exact.errors import InputError, MusterError, ResourceMissing
 from muster_exact.models import MissingExtra
-from muster_exact.serve.backend import MAX_RECORDS_PER_CALL, MAX_UNITS, Backend
-from muster_exact.store import StoreError
+from muster_exact.serve.backend import MAX_RECORDS_PER_CALL, MAX_UNITS, TOKEN_ENV, Backend, ServeError
+from muster_exact.store import MAX_ID_CHARS, MAX_RECORD_CHARS, StoreError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 16 * 1024 * 1024  # bytes
-TOKEN_ENV = "MUSTER_HTTP_TOKEN"
 OPEN_PATHS = ("/healthz",)
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-# --- request bodies ---------------------------------------------------------------------
+# --- request bodies: the shape here, the values in the library ----------------------------
+# Each field is taken as sent (``Any``: no coercion, no default filled in) and documented in the
+# OpenAPI schema with the type the library accepts; the backend validates it.
 
-
-class RecordIn(BaseModel):
-    """One record: ``text``, and optionally speaker/role, time, id and JSON metadata."""
-
-    model_config = ConfigDict(extra="allow")
-    text: str = Field(min_length=1, max_length=8_000_000)
-    speaker: str | None = None
-    role: str | None = None
-    time: str | int | float | None = None
-    id: str | int | None = None
-    metadata: Any = None
+_TEXT = {"type": "string", "minLength": 1}
+_NAME = {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_ID_CHARS}
+_RECORD = {
+    "anyOf": [
+        {**_TEXT, "maxLength": MAX_RECORD_CHARS},
+        {
+            "type": "object",
+            "required": ["text"],
+            "properties": {
+                "text": {**_TEXT, "maxLength": MAX_RECORD_CHARS},
+                "speaker": {"type": ["string", "number", "null"]},
+                "role": {"type": ["string", "number", "null"]},
+                "time": {"type": ["string", "number", "null"]},
+                "id": {"type": ["string", "integer"], "minLength": 1, "maxLength": MAX_ID_CHARS},
+                "metadata": {"description": "any JSON value; kept, not shown"},
+            },
+        },
+    ]
+}
+Records = Annotated[
+    list[Any],
+    WithJsonSchema({"type": "array", "items": _RECORD, "minItems": 1, "maxItems": MAX_RECORDS_PER_CALL}),
+]
+Name = Annotated[Any, WithJsonSchema(_NAME)]
+Query = Annotated[Any, WithJsonSchema({**_TEXT, "maxLength": 20_000})]
+Units = Annotated[Any, WithJsonSchema({"type": ["integer", "null"], "minimum": 1, "maximum": MAX_UNITS})]
 
 
 class AddIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    records: list[RecordIn | str] = Field(min_length=1, max_length=MAX_RECORDS_PER_CALL)
-    request_id: str | None = Field(default=None, min_length=1, max_length=512)
-    namespace: str | None = Field(default=None, min_length=1, max_length=512)
+    records: Records
+    request_id: Name = None
+    namespace: Name = None
 
 
 class QueryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=20_000)
-    units: int | None = Field(default=None, ge=1, le=MAX_UNITS)
-    namespace: str | None = Field(default=None, min_length=1, max_length=512)
+    query: Query
+    units: Units = None
+    namespace: Name = None
 
 
-def _record(value: RecordIn | str) -> Any:
-    if isinstance(value, str):
-        return value
-    return {k: v for k, v in value.model_dump().items() if v is not None}
+# OpenAPI links: after an add, read the namespace it wrote (what a stateful test client follows).
+_ADDED_NAMESPACE = "$response.body#/head/namespace"
+_READS_OF_THE_ADDED = {
+    "ContextOfTheAdded": {
+        "operationId": "context",
+        "requestBody": {"query": "What was added?", "namespace": _ADDED_NAMESPACE},
+    },
+    "SearchOfTheAdded": {
+        "operationId": "search",
+        "requestBody": {"query": "What was added?", "namespace": _ADDED_NAMESPACE},
+    },
+    "InfoOfTheAdded": {"operationId": "info", "parameters": {"query.namespace": _ADDED_NAMESPACE}},
+}
 
 
-# --- middleware: token, body size, JSON whatever the content type ------------------------
+# --- the guard: host, origin, token, body size, content type ------------------------------
 
 
 class Guard:
-    """Pure ASGI, in front of everything: 401 without the token, 413 over the body limit, and every
-    body read as JSON (``curl -d`` sends ``application/x-www-form-urlencoded``)."""
+    """Pure ASGI, in front of everything, answering before any route runs: 421 for a Host that is
+    not this server's, 403 for a cross-origin request, 401 without the token, 413 over the body
+    limit, 415 for a write whose body is not JSON."""
 
-    def __init__(self, app: Any, token: str | None, max_body: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        token: str | None,
+        max_body: int,
+        hosts: Iterable[str] = (),
+        origins: Iterable[str] = (),
+    ) -> None:
         self.app = app
-        self.token = token
+        self.token = None if token is None else check_token(token, "the token").encode("ascii")
         self.max_body = max_body
+        self.hosts = {h.lower() for h in (*LOCAL_HOSTS, *hosts)}
+        self.origins = {o.lower().rstrip("/") for o in origins}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if self.token and scope["path"] not in OPEN_PATHS and not self._authorised(headers):
-            await _send_json(
-                send, 401, {"detail": "missing or wrong bearer token"}, {"www-authenticate": "Bearer"}
-            )
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope.get("headers", []):
+            headers.setdefault(key.lower(), value)  # the first of a repeated header
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            await _send_json(send, *refusal)
             return
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body:
-            await _send_json(send, 413, {"detail": f"body over the limit of {self.max_body:,} bytes"})
-            return
-        if scope["method"] not in ("POST", "PUT", "PATCH"):
+        if scope["method"] not in WRITE_METHODS:
             await self.app(scope, receive, send)
             return
-        # Read the whole body first (it is bounded), so an oversized one never reaches a route.
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_body:
-                await _send_json(send, 413, {"detail": f"body over the limit of {self.max_body:,} bytes"})
-                return
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        scope = dict(scope)
-        scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"]
-        scope["headers"].append((b"content-type", b"application/json"))
+        body = await self._body(receive, send)
+        if body is None:
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -137,22 +170,88 @@ class Guard:
 
         await self.app(scope, replay, send)
 
-    def _authorised(self, headers: dict[str, str]) -> bool:
-        scheme, _, given = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and secrets.compare_digest(given.strip(), self.token or "")
+    def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str, dict[str, str]] | None:
+        """Why this request is refused before it is read (status, message, extra headers), or None."""
+        host = headers.get(b"host", b"").decode("latin-1")
+        if _hostname(host) not in self.hosts:
+            return 421, f"Host {host!r} is not a name of this server; start it with --allow-host NAME", {}
+        origin = headers.get(b"origin")
+        if origin is not None and not self._same_or_allowed(origin.decode("latin-1"), host):
+            return (
+                403,
+                f"cross-origin request from {origin.decode('latin-1')!r} refused; "
+                "start the server with --allow-origin ORIGIN to allow it",
+                {},
+            )
+        if self.token and scope["path"] not in OPEN_PATHS and not self._authorised(headers):
+            return 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body:
+            return 413, f"body over the limit of {self.max_body:,} bytes", {}
+        if scope["method"] in WRITE_METHODS and _media_type(headers) != "application/json":
+            return 415, "send the body as JSON, with the header 'Content-Type: application/json'", {}
+        return None
+
+    def _same_or_allowed(self, origin: str, host: str) -> bool:
+        origin = origin.lower().rstrip("/")
+        return origin == f"http://{host.lower()}" or origin in self.origins
+
+    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
+        # Bytes, not text: a header may carry any byte, and compare_digest takes only ASCII text.
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        return scheme.lower() == b"bearer" and secrets.compare_digest(given.strip(), self.token or b"")
+
+    async def _body(self, receive: Receive, send: Send) -> bytes | None:
+        """The whole body (it is bounded), so an oversized one never reaches a route; None when the
+        request was answered (413) or the client went away."""
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_body:
+                await _send_json(send, 413, f"body over the limit of {self.max_body:,} bytes")
+                return None
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
 
-async def _send_json(
-    send: Send, status: int, body: dict[str, Any], extra: dict[str, str] | None = None
-) -> None:
-    data = json.dumps(body).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+def _hostname(host: str) -> str:
+    """The name in a Host header, without its port ("[::1]:8765" -> "[::1]")."""
+    host = host.strip().lower()
+    name, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and (not name.startswith("[") or name.endswith("]")):
+        return name
+    return host
 
 
-# --- the app --------------------------------------------------------------------------
+def _media_type(headers: dict[bytes, bytes]) -> str:
+    return headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+
+
+def token_of(given: str | None) -> str | None:
+    """The server's token: ``--token`` when given (with a warning: every user of the machine can
+    read a command line, with ps), else ``$MUSTER_HTTP_TOKEN``, else none."""
+    if given:
+        check_token(given, "--token")
+        log.warning("--token is visible to every user of this machine (ps); set $%s instead", TOKEN_ENV)
+        return given
+    from_env = os.environ.get(TOKEN_ENV) or None
+    return None if from_env is None else check_token(from_env, f"${TOKEN_ENV}")
+
+
+def check_token(token: str, source: str) -> str:
+    """A bearer token goes in an HTTP header: printable ASCII, no spaces. Refused at start-up."""
+    if not token or not all("!" <= c <= "~" for c in token):
+        raise ServeError(
+            f"{source} must be printable ASCII without spaces (it is sent in an HTTP header); choose another"
+        )
+    return token
+
+
+# --- answers ------------------------------------------------------------------------------
 
 
 def status_of(exc: MusterError) -> int:
@@ -164,8 +263,44 @@ def status_of(exc: MusterError) -> int:
     return 400
 
 
-def create_app(backend: Backend, token: str | None = None, max_body: int = DEFAULT_MAX_BODY) -> Guard:
-    """The ASGI app: the FastAPI routes (``.app``) behind the :class:`Guard`."""
+def _encodable(value: Any) -> Any:
+    """``value`` with every string made encodable as UTF-8 (a lone surrogate a caller sent is
+    shown as its escape), so that an answer about bad input can always be sent."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
+
+
+def _answer(status: int, detail: Any, error: str | None = None) -> JSONResponse:
+    content = {"detail": _encodable(detail)} | ({} if error is None else {"error": error})
+    return JSONResponse(status_code=status, content=content)
+
+
+async def _send_json(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
+    data = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+# --- the app ------------------------------------------------------------------------------
+
+
+def create_app(
+    backend: Backend,
+    token: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    *,
+    hosts: Iterable[str] = (),
+    origins: Iterable[str] = (),
+) -> Guard:
+    """The ASGI app: the FastAPI routes (``.app``) behind the :class:`Guard`. ``hosts`` and
+    ``origins`` are allowed besides this machine's own names and same-origin requests."""
     app = FastAPI(
         title="MUSTER memory",
         version=__version__,
@@ -174,44 +309,79 @@ def create_app(backend: Backend, token: str | None = None, max_body: int = DEFAU
 
     @app.exception_handler(MusterError)
     async def muster_error(request: Request, exc: MusterError) -> JSONResponse:
-        return JSONResponse(
-            status_code=status_of(exc), content={"detail": str(exc), "error": type(exc).__name__}
-        )
+        return _answer(status_of(exc), backend.explain(exc), type(exc).__name__)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # Where and what, never the input itself: it can be megabytes, or text that cannot be sent.
+        detail = [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        return _answer(422, detail)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.post("/v1/add")
+    @app.post("/v1/add", operation_id="add", responses={200: {"links": _READS_OF_THE_ADDED}})
     def add(body: AddIn) -> dict[str, Any]:
         """Add records in one transaction (no model call); a repeated request_id is applied once."""
-        return backend.remember([_record(r) for r in body.records], body.request_id, body.namespace)
+        return backend.remember(body.records, body.request_id, body.namespace)
 
-    @app.post("/v1/context")
+    @app.post("/v1/context", operation_id="context")
     def context(body: QueryIn) -> dict[str, Any]:
         """The assembled context for a query: verbatim, grouped by parent, in stored order."""
         return backend.recall(body.query, body.units, body.namespace)
 
-    @app.post("/v1/search")
+    @app.post("/v1/search", operation_id="search")
     def search(body: QueryIn) -> dict[str, Any]:
         """The selected passages, best first, with ids and provenance; no assembly."""
         return backend.search(body.query, body.units, body.namespace)
 
-    @app.get("/v1/info")
-    def info(namespace: str | None = Query(default=None, min_length=1, max_length=512)) -> dict[str, Any]:
-        """Namespaces, head, plan and models of the store."""
-        return backend.info(namespace)
+    @app.get("/v1/info", operation_id="info")
+    def info(namespace: str | None = None) -> dict[str, Any]:
+        """Head, plan and models of a namespace; the store's namespaces too when a token is set
+        (every caller who got this far has shown it)."""
+        return backend.info(namespace, namespaces=token is not None)
 
-    return Guard(app, token, max_body)
+    return Guard(app, token, max_body, hosts, origins)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` now, so that a bad or busy port is one clear line at start-up."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ServeError(f"port {port!r} is not a TCP port; give one from 1 to 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ServeError(f"cannot listen on {host!r}: {exc}; give an address of this machine") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"cannot listen on {host}:{port}: the port is in use; choose another --port"
+            ) from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --host") from None
+    return sock
 
 
 def serve(
     backend: Backend,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
+    sock: socket.socket,
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    *,
+    hosts: Iterable[str] = (),
+    origins: Iterable[str] = (),
 ) -> None:
+    """Serve on ``sock`` (from :func:`listen`) until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(backend, token, max_body), host=host, port=port, log_level="warning")
+    address = str(sock.getsockname()[0])
+    if token is None and not ipaddress.ip_address(address.split("%")[0]).is_loopback:
+        log.warning("%s is reachable from other machines and no token is set; set $%s", address, TOKEN_ENV)
+    app = create_app(backend, token, max_body, hosts=hosts, origins=origins)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])

@@ -124,6 +124,9 @@ def test_a_sharded_run_equals_the_unsharded_one(tiny: Path) -> None:
     sharded = contexts_file(tiny, "locomo", results="runs-sharded")
     assert sharded.read_bytes() == whole.read_bytes()
     assert (sharded.parent / "scores.csv").read_bytes() == (whole.parent / "scores.csv").read_bytes()
+    # Each shard timed its own questions in a file of its own; the merge joined them.
+    timed = [json.loads(x) for x in (sharded.parent / "timings.jsonl").read_text().splitlines()]
+    assert {t["qid"] for t in timed if "qid" in t} == set(hashes(whole))
 
 
 def test_both_launchers_and_the_side_by_side_table(tiny: Path) -> None:

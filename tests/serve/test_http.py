@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,10 +25,13 @@ pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow
 
 TOKEN = "s3cret-token"
-CURL_ADD = (
-    """{"records":[{"speaker":"robot","text":"Red mug on the kitchen table","time":"2026-10-20T10:02"}]}"""
-)
-CURL_CONTEXT = """{"query":"Where did I last see the red mug?"}"""
+JSON = {"Content-Type": "application/json"}
+
+
+def readme_curl_lines() -> list[str]:
+    """The curl examples of the README, as a reader copies them."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip().startswith("curl ")]
 
 
 def free_port() -> int:
@@ -36,9 +41,12 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, store: Path, *extra: str) -> None:
+    """``muster http`` in a subprocess on a free port of 127.0.0.1, ready when /healthz answers."""
+
+    def __init__(self, store: Path, *extra: str, preexec_fn: Callable[[], None] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server)
         env = {**os.environ, "MUSTER_MODELS": "cpu-small"}
         env.pop("MUSTER_HTTP_TOKEN", None)
         self.process = subprocess.Popen(
@@ -55,9 +63,9 @@ class Server:
             ],
             cwd=REPO,
             env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,  # a file, not a pipe: a chatty server never blocks on a full pipe
+            preexec_fn=preexec_fn,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -65,11 +73,11 @@ class Server:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
+                if self.process.poll() is not None:
+                    break
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(
-            f"server did not start: {self.process.stderr.read() if self.process.stderr else ''}"
-        )
+        raise RuntimeError(f"server did not start: {self.stderr}")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -77,6 +85,13 @@ class Server:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
+
+    @property
+    def stderr(self) -> str:
+        """What the server has logged so far."""
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
 
 
 @pytest.fixture
@@ -102,27 +117,28 @@ def records_in(store: Path) -> int:
 
 def test_the_seed_readme_curl_examples_work_as_written(server: tuple[Server, Path]) -> None:
     running, store = server
-    base = f"localhost:{running.port}"
+    examples = readme_curl_lines()
+    assert len(examples) == 2 and all("Content-Type: application/json" in line for line in examples)
     if shutil.which("curl"):
-        added = subprocess.run(
-            ["curl", "-s", f"{base}/v1/add", "-d", CURL_ADD], capture_output=True, text=True
+        add, context = (
+            shlex.split(line.replace("localhost:8765", f"localhost:{running.port}")) for line in examples
         )
+        added = subprocess.run(add, capture_output=True, text=True, timeout=60)
         assert json.loads(added.stdout)["added"] == 1, added.stdout
-        context = subprocess.run(
-            ["curl", "-s", f"{base}/v1/context", "-d", CURL_CONTEXT], capture_output=True, text=True
-        )
-        assert "Red mug on the kitchen table" in json.loads(context.stdout)["context"]
-    # The same bodies with curl's default Content-Type, through httpx.
-    form = {"Content-Type": "application/x-www-form-urlencoded"}
-    added = httpx.post(f"{running.url}/v1/add", content=CURL_ADD, headers=form, timeout=60)
-    assert added.status_code == 200 and added.json()["added"] == 1
-    reply = httpx.post(f"{running.url}/v1/context", content=CURL_CONTEXT, headers=form, timeout=120)
+        read = subprocess.run(context, capture_output=True, text=True, timeout=120)
+        assert "Red mug on the kitchen table" in json.loads(read.stdout)["context"], read.stdout
+    else:  # the same request without curl
+        body = shlex.split(examples[0])[-1]
+        assert httpx.post(f"{running.url}/v1/add", content=body, headers=JSON, timeout=60).status_code == 200
+    reply = httpx.post(f"{running.url}/v1/context", json={"query": "Where is the red mug?"}, timeout=120)
     assert reply.status_code == 200
     assert "[2026-10-20T10:02] robot: Red mug on the kitchen table" in reply.json()["context"]
     search = httpx.post(f"{running.url}/v1/search", json={"query": "red mug", "units": 1}, timeout=60).json()
     assert search["passages"][0]["text"].endswith("Red mug on the kitchen table")
     info = httpx.get(f"{running.url}/v1/info", timeout=60).json()
-    assert info["head"]["records"] == records_in(store) and info["namespaces"] == ["default"]
+    assert info["head"]["records"] == records_in(store) == 1
+    # No token, so any local process may ask: it learns neither the file's path nor other namespaces.
+    assert "path" not in info and "namespaces" not in info and str(store.parent) not in json.dumps(info)
     openapi = httpx.get(f"{running.url}/openapi.json", timeout=10).json()
     assert {"/v1/add", "/v1/context", "/v1/search", "/v1/info", "/healthz"} <= set(openapi["paths"])
 
@@ -184,11 +200,11 @@ def test_token_size_limit_and_validation(guarded: tuple[Server, Path]) -> None:
         (json.dumps({"records": ["ok"], "request_id": 7}).encode(), "request_id"),
     ]
     for body, field in cases:
-        reply = httpx.post(f"{running.url}/v1/add", content=body, headers=auth)
+        reply = httpx.post(f"{running.url}/v1/add", content=body, headers={**auth, **JSON})
         assert reply.status_code == 422, (body, reply.status_code)
         assert field in json.dumps(reply.json()["detail"]), (body, reply.text)
     for body, field in ((b"{}", "query"), (json.dumps({"query": "q", "units": 0}).encode(), "units")):
-        reply = httpx.post(f"{running.url}/v1/context", content=body, headers=auth)
+        reply = httpx.post(f"{running.url}/v1/context", content=body, headers={**auth, **JSON})
         assert reply.status_code == 422 and field in reply.text
     assert records_in(store) == before  # nothing written by any refused request
 

@@ -80,6 +80,7 @@ def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
     assert passages and all({"unit", "text", "records", "channels"} <= set(p) for p in passages)
     info = payload(out["info"])
     assert info["head"]["records"] == 3 and info["models"]["name"] == "cpu-small"
+    assert info["namespaces"] == ["default"] and "path" not in info  # the stdio client started the server
     assert out["bad"].is_error and "empty text" in out["bad"].content[0].text
     assert out["bad_units"].is_error and "units must be" in out["bad_units"].content[0].text
     # The refused calls wrote nothing.

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from muster_exact import analyse, tokens
+from muster_exact.assemble import assemble
 from muster_exact.cut import group_size_for
+from muster_exact.derive import Derived
+from muster_exact.rerank import Ranking
+from muster_exact.select import Selected
 
 
 @pytest.mark.parametrize(
@@ -56,3 +62,67 @@ def test_prose_cuts_long_paragraphs_at_sentences() -> None:
     assert all(cut.text(u).endswith(".") for u in cut.units)
     joined = " ".join(cut.text(u) for u in cut.units)
     assert joined.replace("\n\n", " ") == (paragraph + " A short closing line.")
+
+
+WORDS = "alpha beta gamma delta river stone quiet market yellow seven window".split()
+
+
+def unbroken(chars: int, seed: int) -> str:
+    """Words and no sentence break at all (no '.', '!' or '?'), ``chars`` long."""
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(chars // 4))[:chars]
+
+
+def assert_tiled(derived: Derived, records: list[str], budget: int) -> None:
+    """Every unit within the budget, and the units of each record are that record, verbatim."""
+    cut = derived.cut
+    assert max(u.tokens or tokens.count(cut.text(u)) for u in cut.units) <= budget
+    for index, record in enumerate(records):
+        mine = [u for u in cut.units if u.records == (index,)]
+        assert "".join(cut.text(u) for u in mine) == record
+    for unit in cut.units[:: max(1, len(cut.units) // 25)]:  # counts are the text's own
+        assert unit.tokens is None or tokens.count(cut.text(unit)) == unit.tokens
+
+
+def test_text_without_sentence_breaks_is_cut_at_token_boundaries() -> None:
+    records = [unbroken(1_000_000, seed) for seed in range(3)]
+    derived = analyse("\n\n".join(records))
+    plan, cut = derived.plan, derived.cut
+    assert plan.branch == "prose" and plan.unit_budget == 1024
+    assert_tiled(derived, records, 1024)
+    # A context is at most U units, so at most U budgets (and a separator between two units).
+    budget, units_read = plan.unit_budget, plan.units_read
+    largest = sorted(cut.units, key=lambda u: u.tokens or 0)[-units_read:]
+    chosen = [Selected(u.id, "fill") for u in largest]
+    context = assemble("q", cut, plan, chosen, Ranking("none", tuple(u.id for u in largest), {}), [])
+    assert len(context.unit_ids) == units_read
+    assert context.tokens <= units_read * (budget + 1)
+
+
+def test_unbroken_text_in_many_scripts_is_cut_between_characters() -> None:
+    # Tokens of these scripts split characters into bytes: a cut never lands inside a character.
+    record = ("日本語のテキスト🙂🚲ëß" * 3000)[:40_000]
+    derived = analyse(record, prose_budget=64)
+    assert derived.plan.branch == "prose"
+    assert_tiled(derived, [record], 64)
+
+
+def test_a_huge_record_in_a_record_store_is_cut_too() -> None:
+    small = [unbroken(2_400, seed) for seed in range(500)]  # about 390 tokens each
+    huge = unbroken(120_000, 999)  # about 19,400 tokens: over 32 budgets of 512, 9% of the store
+    records = [*small[:200], huge, *small[200:]]
+    derived = analyse("\n\n".join(records))
+    assert derived.plan.branch == "record_store"
+    assert_tiled(derived, records, 512)
+
+
+def test_a_huge_line_in_a_numbered_log_is_cut_too() -> None:
+    lines = [f"{i}. The CEO of Company {i} is Person {i}." for i in range(1, 400)]
+    huge = "400. " + unbroken(120_000, 5)
+    records = [*lines, huge]
+    derived = analyse("\n".join(records))
+    assert derived.plan.branch == "numbered_log"
+    units = derived.cut.units
+    assert max(tokens.count(derived.cut.text(u)) for u in units) <= 512
+    assert "".join(derived.cut.text(u) for u in units[399:]) == huge
+    assert units[399].serial == 400

@@ -1,0 +1,455 @@
+"""``make fuzz``: the real HTTP and MCP servers under generated input, bounded to a few minutes.
+
+Three campaigns, each against a server started here in a subprocess on a
+fresh store:
+
+1. **OpenAPI** (schemathesis): every operation of ``/openapi.json`` with
+   generated bodies and parameters, then the stateful phase that follows the
+   document's links (add -> context, search, info on the namespace just
+   written).
+2. **Records over HTTP** (hypothesis): records with any Unicode (lone
+   surrogates included, sent as JSON escapes), nested metadata up to well
+   past the library's depth bound, sizes from empty to a megabyte, odd ids.
+3. **Records over MCP stdio**: the same records as raw JSON-RPC lines, plus
+   lines that are not UTF-8, each with a deadline.
+
+What it counts: replies by status class, 5xx, requests that got no answer
+before the deadline, and the adds each server acknowledged against the
+records its store holds at the end (they must be equal: nothing lost,
+nothing counted twice). The figures go to ``results/bench/fuzz.md``; the
+exit status is 1 when any 5xx, unanswered request or count mismatch is seen.
+
+    python scripts/fuzz.py --out results/bench/fuzz.md [--examples 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from muster_exact.store import Store  # noqa: E402
+
+TOKEN = "fuzz-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+DEADLINE_S = 120.0  # a reply slower than this counts as unanswered
+
+
+@dataclass
+class Tally:
+    """What one campaign saw."""
+
+    name: str
+    requests: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    server_errors: list[str] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)
+    acknowledged: int = 0
+    stored: int | None = None
+    seconds: float = 0.0
+
+    def saw(self, status: int, what: str) -> None:
+        self.requests += 1
+        self.statuses[f"{status // 100}xx"] += 1
+        if status >= 500:
+            self.server_errors.append(f"{status} {what[:200]}")
+
+    @property
+    def ok(self) -> bool:
+        counts_match = self.stored is None or self.stored == self.acknowledged
+        return not self.server_errors and not self.unanswered and counts_match
+
+
+# --- the servers ------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http(store: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "MUSTER_MODELS": "cpu-small", "MUSTER_HTTP_TOKEN": TOKEN}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "muster_exact", "http", "--store", str(store), "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"the HTTP server did not start: {process.stderr.read() if process.stderr else ''!r}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def stored_records(store: Path) -> int:
+    """Records in every namespace of the store, read from the file after the server stopped."""
+    with Store.open(store, create=False) as opened:
+        names = opened.namespaces()
+    total = 0
+    for name in names:
+        with Store.open(store, name, create=False) as opened:
+            total += opened.head().records
+    return total
+
+
+# --- generated records --------------------------------------------------------------------
+
+# Any code point, lone surrogates included (JSON carries them as \\udXXX escapes).
+ANY_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0), max_size=300)
+BIG_TEXT = st.integers(min_value=1, max_value=1_000_000).map(lambda n: "word " * (n // 5) + "x")
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+METADATA = st.one_of(
+    st.none(),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | ANY_TEXT,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
+        max_leaves=20,
+    ),
+    st.integers(min_value=1, max_value=2_000).map(nested),
+)
+RECORD = st.one_of(
+    ANY_TEXT,
+    st.fixed_dictionaries(
+        {"text": st.one_of(ANY_TEXT, BIG_TEXT)},
+        optional={
+            "speaker": st.one_of(ANY_TEXT, st.integers(), st.booleans()),
+            "time": st.one_of(ANY_TEXT, st.integers(), st.floats(allow_nan=False)),
+            "id": st.one_of(ANY_TEXT, st.integers(), st.booleans()),
+            "metadata": METADATA,
+        },
+    ),
+)
+ADD = st.fixed_dictionaries(
+    {"records": st.lists(RECORD, min_size=0, max_size=4)},
+    optional={
+        "request_id": st.one_of(ANY_TEXT, st.integers()),
+        "namespace": st.sampled_from(["default", "fuzz-a", "fuzz-b", "", "\udc80"]),
+    },
+)
+
+
+def add_bytes(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=True).encode("ascii")
+
+
+def hypothesis_settings(examples: int) -> settings:
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+# --- campaign 1: OpenAPI, stateless then stateful -----------------------------------------
+
+
+def fuzz_openapi(url: str, examples: int) -> Tally:
+    import schemathesis
+
+    tally = Tally("OpenAPI (schemathesis, stateless + stateful links)")
+    start = time.monotonic()
+    raw = httpx.get(f"{url}/openapi.json", headers=AUTH).json()
+    links = sum(
+        len(r.get("links", {}))
+        for p in raw["paths"].values()
+        for o in p.values()
+        for r in o["responses"].values()
+    )
+    if not links:
+        raise SystemExit("the OpenAPI document declares no links: the stateful phase would test nothing")
+    schema = schemathesis.openapi.from_dict(raw)
+
+    def call(case: Any) -> Any:
+        try:
+            response = case.call(base_url=url, headers=AUTH, timeout=DEADLINE_S)
+        except httpx.TimeoutException:
+            tally.unanswered.append(f"{case.method} {case.path}")
+            raise
+        tally.saw(response.status_code, f"{case.method} {case.path} {case.body!r}")
+        if case.path == "/v1/add" and response.status_code == 200:
+            reply = response.json()
+            tally.acknowledged += 0 if reply["replayed"] else reply["added"]
+        return response
+
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @hypothesis_settings(examples)
+        @given(case=operation.as_strategy())
+        def stateless(case: Any) -> None:
+            call(case)
+
+        stateless()
+
+    machine = schema.as_state_machine()
+
+    class Machine(machine):  # type: ignore[misc, valid-type]
+        def call(self, case: Any, **kwargs: Any) -> Any:
+            return call(case)
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            pass  # counted in call(); the campaign asks for no 5xx, not for schema conformance
+
+    Machine.run(settings=hypothesis_settings(max(examples // 3, 5)))
+    tally.seconds = time.monotonic() - start
+    return tally
+
+
+# --- campaign 2: generated records over HTTP ----------------------------------------------
+
+
+def fuzz_http_records(url: str, examples: int) -> Tally:
+    tally = Tally("records over HTTP (hypothesis)")
+    start = time.monotonic()
+
+    @hypothesis_settings(examples)
+    @given(body=ADD, query=ANY_TEXT)
+    def one(body: dict[str, Any], query: str) -> None:
+        headers = {**AUTH, "Content-Type": "application/json"}
+        try:
+            reply = httpx.post(f"{url}/v1/add", content=add_bytes(body), headers=headers, timeout=DEADLINE_S)
+        except httpx.TimeoutException:
+            tally.unanswered.append(f"add {add_bytes(body)[:200]!r}")
+            return
+        tally.saw(reply.status_code, f"add {add_bytes(body)[:200]!r}")
+        if reply.status_code == 200 and not reply.json()["replayed"]:
+            tally.acknowledged += reply.json()["added"]
+        read = {"query": query or "?", "namespace": body.get("namespace", "default"), "units": 3}
+        try:
+            answer = httpx.post(
+                f"{url}/v1/context", content=add_bytes(read), headers=headers, timeout=DEADLINE_S
+            )
+        except httpx.TimeoutException:
+            tally.unanswered.append(f"context {read!r}")
+            return
+        tally.saw(answer.status_code, f"context {read!r}")
+
+    one()
+    tally.seconds = time.monotonic() - start
+    return tally
+
+
+# --- campaign 3: generated records over MCP stdio -----------------------------------------
+
+
+class RawMCP:
+    """JSON-RPC lines to ``muster mcp`` over its stdin; replies read with a deadline."""
+
+    def __init__(self, store: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "muster_exact", "mcp", "--store", str(store), "--models", "cpu-small"],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.next_id = 0
+        self.buffer = b""
+        reply = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "fuzz", "version": "1"},
+            },
+        )
+        if reply is None or "result" not in reply:
+            raise SystemExit(f"the MCP server did not initialise: {reply!r}")
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any], raw: bytes | None = None) -> dict[str, Any] | None:
+        """Send one request (or ``raw`` bytes standing for its params) and wait for the reply to its id."""
+        self.next_id += 1
+        if raw is None:
+            self.send(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
+                    ensure_ascii=True,
+                ).encode("ascii")
+            )
+        else:
+            head = f'{{"jsonrpc":"2.0","id":{self.next_id},"method":"{method}","params":'.encode()
+            self.send(head + raw + b"}")
+        return self.reply(self.next_id)
+
+    def reply(self, wanted: int) -> dict[str, Any] | None:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("id") == wanted:
+                    return dict(message)
+            ready, _, _ = select.select([self.process.stdout], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            chunk = os.read(self.process.stdout.fileno(), 1 << 20)
+            if not chunk:
+                break
+            self.buffer += chunk
+        return None
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def fuzz_mcp_records(store: Path, examples: int) -> Tally:
+    tally = Tally("records over MCP stdio (hypothesis + raw bytes)")
+    start = time.monotonic()
+    mcp = RawMCP(store)
+
+    def tool(name: str, arguments: dict[str, Any] | None = None, raw: bytes | None = None) -> None:
+        what = f"{name} {(raw or add_bytes(arguments or {}))[:200]!r}"
+        params = {"name": name, "arguments": arguments}
+        body = None if raw is None else b'{"name":"' + name.encode() + b'","arguments":' + raw + b"}"
+        reply = mcp.request("tools/call", params, raw=body)
+        if reply is None:
+            tally.unanswered.append(what)
+            return
+        failed = "error" in reply or reply.get("result", {}).get("isError", False)
+        tally.saw(400 if failed else 200, what)
+        if not failed and name in ("remember", "remember_many"):
+            result = reply["result"].get("structuredContent") or json.loads(
+                reply["result"]["content"][0]["text"]
+            )
+            tally.acknowledged += 0 if result["replayed"] else result["added"]
+
+    @hypothesis_settings(examples)
+    @given(body=ADD)
+    def one(body: dict[str, Any]) -> None:
+        records = body["records"]
+        first = records[0] if records else ""
+        single = {"text": first} if isinstance(first, str) else {k: v for k, v in first.items() if k != "id"}
+        for key in ("request_id", "namespace"):
+            if key in body:
+                single[key] = body[key]
+        tool("remember", single)
+        tool("remember_many", body)
+        tool("recall", {"query": str(first)[:200] or "?", "namespace": body.get("namespace")})
+
+    one()
+    # Lines a JSON encoder would not write: bytes that are not UTF-8, a lone surrogate, deep nesting.
+    tool("remember", raw=b'{"text":"caf\xe9 au lait"}')
+    tool("remember", raw=b'{"text":"\\ud800 alone"}')
+    tool("remember", raw=b'{"text":"deep","metadata":' + b"[" * 5000 + b"]" * 5000 + b"}")
+    mcp.close()
+    tally.stored = stored_records(store)
+    tally.seconds = time.monotonic() - start
+    return tally
+
+
+# --- the report ------------------------------------------------------------------------
+
+
+def report(tallies: list[Tally], examples: int) -> str:
+    lines = [
+        "# Fuzzing the servers (`make fuzz`)",
+        "",
+        f"`scripts/fuzz.py --examples {examples}`: the real `muster http` (token set, 127.0.0.1) and "
+        "`muster mcp` (stdio) on fresh stores, cpu-small models. Hypothesis is derandomised, so a run "
+        "replays the same inputs. A request with no reply within "
+        f"{DEADLINE_S:.0f} s counts as unanswered.",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
+        "",
+        "| campaign | requests | 2xx | 4xx | 5xx | unanswered | adds acknowledged | records stored "
+        "| seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in tallies:
+        stored = "" if t.stored is None else str(t.stored)
+        lines.append(
+            f"| {t.name} | {t.requests} | {t.statuses['2xx']} | {t.statuses['4xx']} | {t.statuses['5xx']} | "
+            f"{len(t.unanswered)} | {t.acknowledged} | {stored} | {t.seconds:.0f} |"
+        )
+    problems = [p for t in tallies for p in t.server_errors + [f"unanswered: {u}" for u in t.unanswered]]
+    lines += ["", "All campaigns clean." if all(t.ok for t in tallies) else "Problems:", ""]
+    lines += [f"- `{p}`" for p in problems[:50]]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "bench" / "fuzz.md")
+    parser.add_argument(
+        "--examples", type=int, default=60, help="generated examples per operation / campaign"
+    )
+    args = parser.parse_args(argv)
+    tallies = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, campaign in enumerate((fuzz_openapi, fuzz_http_records)):
+            store = Path(tmp) / f"http-{number}.muster"
+            process, url = start_http(store)
+            try:
+                tally = campaign(url, args.examples)
+            finally:
+                stop(process)
+            tally.stored = stored_records(store)
+            tallies.append(tally)
+        tallies.append(fuzz_mcp_records(Path(tmp) / "mcp.muster", args.examples))
+    text = report(tallies, args.examples)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0 if all(t.ok for t in tallies) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

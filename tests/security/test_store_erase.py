@@ -1,0 +1,136 @@
+"""``delete`` erases the text from every file beside the store, or says the erase is pending.
+
+A second connection holding a read transaction keeps SQLite from truncating
+the write-ahead log (and from copying the zeroed pages into the main file), so
+the deleted text would stay on disk. Real SQLite files, a real reader in
+another process, the real CLI for ``info``; every file beside the store is
+read byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from muster_exact.errors import ErasePending, StoreError
+from muster_exact.store import Store
+from tests.conftest import run_muster
+
+MODELS = "cpu-small"  # delete recomputes the live unit keys: the embedder's tokenizer, no model
+CANARY = "CANARY-7f3e-OKAPI-55190 the locker code"
+
+
+# Read in another process: closing any file descriptor of the store's files in this process would
+# drop every POSIX lock this process holds on them (SQLite's included), and with them the condition.
+_GREP = """
+import sys
+from pathlib import Path
+path, needle = Path(sys.argv[1]), sys.argv[2].encode()
+for p in sorted(path.parent.iterdir()):
+    if p.name.startswith(path.name) and needle in p.read_bytes():
+        print(p.name)
+"""
+
+# Another process in the middle of a read: it holds its transaction until told to let go.
+_READER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN")
+print(db.execute("SELECT COUNT(*) FROM records").fetchone()[0], flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def traces(path: Path) -> list[str]:
+    """Every file beside the store (main, -wal, -shm, -journal) that still holds the canary."""
+    found = subprocess.run(
+        [sys.executable, "-c", _GREP, str(path), CANARY], capture_output=True, text=True, check=True
+    )
+    return found.stdout.split()
+
+
+class Reader:
+    def __init__(self, path: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _READER, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        assert self.stdout.readline().strip() == "13"
+
+    def let_go(self) -> None:
+        self.stdin.write("\n")
+        self.stdin.flush()
+        assert self.stdout.readline().strip() == "done"
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def reader_holding(tmp_path: Path) -> Iterator[tuple[Path, Reader]]:
+    """A store with the canary, and another process in the middle of a read transaction."""
+    path = tmp_path / "erase.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add([f"Note {i}: the plants on shelf {i} need water on Mondays." for i in range(12)])
+        store.add({"id": "secret", "text": CANARY})
+    reader = Reader(path)
+    yield path, reader
+    reader.close()
+
+
+def test_delete_under_a_reader_says_the_erase_is_pending_and_the_next_write_finishes_it(
+    reader_holding: tuple[Path, Reader],
+) -> None:
+    path, reader = reader_holding
+    with Store.open(path, models=MODELS) as store:
+        with pytest.raises(ErasePending, match="still on disk") as raised:
+            store.delete(["secret"])
+        assert isinstance(raised.value, StoreError)
+        assert raised.value.result.deleted == ("secret",)  # the records are gone for every reader
+        assert all(r["id"] != "secret" for r in store.records())
+        assert traces(path), "the reader should keep the text on disk (the condition under test)"
+        assert store.pending_erasures() == 1
+        # `info` (a fresh process, its own open) reports it while the reader still holds on.
+        info = run_muster("info", "--store", str(path), "--json", env={"MUSTER_MODELS": MODELS})
+        assert info.returncode == 0, info.stderr
+        assert json.loads(info.stdout)["pending_erasures"] == 1
+        reader.let_go()
+        store.add("A later note: the window in the hall sticks.")  # the next write retries the erase
+        assert store.pending_erasures() == 0
+        assert traces(path) == []
+    assert traces(path) == []
+
+
+def test_the_next_open_retries_a_pending_erase(reader_holding: tuple[Path, Reader]) -> None:
+    path, reader = reader_holding
+    with Store.open(path, models=MODELS) as store, pytest.raises(ErasePending):
+        store.delete(["secret"])
+    assert traces(path)
+    reader.let_go()
+    with Store.open(path, models=MODELS) as store:
+        assert store.pending_erasures() == 0
+        assert traces(path) == []
+    info = run_muster("info", "--store", str(path))
+    assert info.returncode == 0 and "pending" not in info.stdout, info.stdout + info.stderr
+
+
+def test_a_delete_without_readers_erases_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "plain.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add(["One note about the bikes.", {"id": "secret", "text": CANARY}])
+        assert store.delete(["secret"]).deleted == ("secret",)
+        assert store.pending_erasures() == 0
+        assert traces(path) == []

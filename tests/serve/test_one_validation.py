@@ -1,0 +1,201 @@
+"""One validation for the library, HTTP and MCP: the same bad input gets the same refusal (an
+InputError with the same message) through all three, with strict types: nothing is coerced
+(``id: true`` is not "1", ``units: "5"`` is not 5) and an empty namespace is not "default"."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from muster_exact.errors import InputError
+from muster_exact.serve.backend import Backend
+from muster_exact.store import Store
+from tests.conftest import REPO
+from tests.serve.test_http import Server, records_in
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("mcp")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input, as each of the three takes it, and the core of the refusal."""
+
+    library: Callable[[Path], Any]
+    http: tuple[str, dict[str, Any]]
+    mcp: tuple[str, dict[str, Any]]
+    refusal: str
+
+
+def add(records: Any, **kwargs: Any) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        with Store.open(path) as store:
+            return store.add(records, **kwargs)
+
+    return call
+
+
+def opened(namespace: Any) -> Callable[[Path], Any]:
+    return lambda path: Store.open(path, namespace)
+
+
+def recall(query: Any, units: Any = None) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        backend = Backend(path)
+        try:
+            return backend.recall(query, units)
+        finally:
+            backend.close()
+
+    return call
+
+
+ID = "'id' must be a string or a whole number"
+UNITS = "units must be a whole number from 1 to 200"
+NAMESPACE = "namespace must be 1 to 512 characters"
+REQUEST_ID = "request_id must be a non-empty string"
+CASES = {
+    "record id true": Case(
+        add([{"text": "x", "id": True}]),
+        ("/v1/add", {"records": [{"text": "x", "id": True}]}),
+        ("remember_many", {"records": [{"text": "x", "id": True}]}),
+        ID,
+    ),
+    "record id 1.5": Case(
+        add([{"text": "x", "id": 1.5}]),
+        ("/v1/add", {"records": [{"text": "x", "id": 1.5}]}),
+        ("remember_many", {"records": [{"text": "x", "id": 1.5}]}),
+        ID,
+    ),
+    "text a number": Case(
+        add([{"text": 5}]),
+        ("/v1/add", {"records": [{"text": 5}]}),
+        ("remember_many", {"records": [{"text": 5}]}),
+        "'text' must be a string, not int",
+    ),
+    "text blank": Case(
+        add(["   "]), ("/v1/add", {"records": ["   "]}), ("remember", {"text": "   "}), "empty text"
+    ),
+    "speaker a list": Case(
+        add([{"text": "x", "speaker": ["A"]}]),
+        ("/v1/add", {"records": [{"text": "x", "speaker": ["A"]}]}),
+        ("remember", {"text": "x", "speaker": ["A"]}),
+        "'speaker' must be a string or a number",
+    ),
+    "no records": Case(
+        add([]), ("/v1/add", {"records": []}), ("remember_many", {"records": []}), "nothing to add"
+    ),
+    "units as text": Case(
+        recall("q", "5"),
+        ("/v1/context", {"query": "q", "units": "5"}),
+        ("recall", {"query": "q", "units": "5"}),
+        UNITS,
+    ),
+    "units true": Case(
+        recall("q", True),
+        ("/v1/context", {"query": "q", "units": True}),
+        ("recall", {"query": "q", "units": True}),
+        UNITS,
+    ),
+    "units 0": Case(
+        recall("q", 0),
+        ("/v1/search", {"query": "q", "units": 0}),
+        ("search_memory", {"query": "q", "units": 0}),
+        UNITS,
+    ),
+    "query empty": Case(recall(""), ("/v1/context", {"query": ""}), ("recall", {"query": ""}), "empty query"),
+    "namespace empty (write)": Case(
+        opened(""),
+        ("/v1/add", {"records": ["x"], "namespace": ""}),
+        ("remember", {"text": "x", "namespace": ""}),
+        NAMESPACE,
+    ),
+    "namespace a number (write)": Case(
+        opened(5),
+        ("/v1/add", {"records": ["x"], "namespace": 5}),
+        ("remember_many", {"records": ["x"], "namespace": 5}),
+        NAMESPACE,
+    ),
+    "namespace blank (read)": Case(
+        opened(" "),
+        ("/v1/context", {"query": "q", "namespace": " "}),
+        ("recall", {"query": "q", "namespace": " "}),
+        NAMESPACE,
+    ),
+    "request_id a number": Case(
+        add(["x"], request_id=7),
+        ("/v1/add", {"records": ["x"], "request_id": 7}),
+        ("remember", {"text": "x", "request_id": 7}),
+        REQUEST_ID,
+    ),
+    "request_id empty": Case(
+        add(["x"], request_id=""),
+        ("/v1/add", {"records": ["x"], "request_id": ""}),
+        ("remember", {"text": "x", "request_id": ""}),
+        REQUEST_ID,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("validation") / "agent.muster"
+    with Store.open(path):
+        pass
+    return path
+
+
+@pytest.fixture(scope="module")
+def http(store: Path) -> Iterator[Server]:
+    server = Server(store)
+    yield server
+    server.stop()
+
+
+async def mcp_replies(store: Path) -> dict[str, Any]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "muster_exact", "mcp", "--store", str(store), "--models", "cpu-small"],
+        env={**os.environ},
+        cwd=str(REPO),
+    )
+    out = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for name, case in CASES.items():
+            tool, arguments = case.mcp
+            out[name] = await asyncio.wait_for(session.call_tool(tool, arguments), timeout=60)
+    return out
+
+
+@pytest.fixture(scope="module")
+def mcp(store: Path) -> dict[str, Any]:
+    return asyncio.run(mcp_replies(store))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_same_bad_input_gets_the_same_refusal_everywhere(
+    name: str, store: Path, http: Server, mcp: dict[str, Any]
+) -> None:
+    case = CASES[name]
+    with pytest.raises(InputError) as library:
+        case.library(store)
+    assert case.refusal in str(library.value)
+    path, body = case.http
+    reply = httpx.post(f"{http.url}{path}", json=body, timeout=60)
+    assert reply.status_code == 422 and reply.json()["error"] == "InputError", reply.text
+    assert reply.json()["detail"] == str(library.value), (reply.json(), str(library.value))
+    tool = mcp[name]
+    assert tool.is_error and tool.content[0].text == f"InputError: {library.value}", tool.content[0].text
+    assert records_in(store) == 0
