@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,18 @@ def one_line_error(result: subprocess.CompletedProcess[str], message: str) -> st
     assert len(lines) == 1 and lines[0].startswith("muster: error: "), result.stderr
     assert message in lines[0] and "Traceback" not in result.stderr
     return lines[0]
+
+
+def beside(path: Path) -> list[str]:
+    """The names in ``path``'s folder: a refused file must leave no -wal, -shm or -journal there."""
+    return sorted(p.name for p in path.parent.iterdir())
+
+
+def sqlite_file(path: Path, *statements: str) -> Path:
+    """Another program's SQLite file, made by running ``statements`` (a file MUSTER must not touch)."""
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+    return path

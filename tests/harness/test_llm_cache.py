@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.llm import CacheError, ResponseCache
+from tests.conftest import beside, sqlite_file
 
 # The cache's table as the harness created it before caches carried an application id.
 LEGACY_SCHEMA = (
@@ -19,19 +20,6 @@ LEGACY_SCHEMA = (
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def beside(path: Path) -> list[str]:
-    return sorted(p.name for p in path.parent.iterdir())
-
-
-def sqlite_file(path: Path, *statements: str) -> Path:
-    db = sqlite3.connect(path)
-    for statement in statements:
-        db.execute(statement)
-    db.commit()
-    db.close()
-    return path
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,17 +18,13 @@ from muster_exact import derive
 from muster_exact.errors import InputError, StoreError
 from muster_exact.records import from_records, from_text
 from muster_exact.store import Store
-from tests.conftest import REPO, one_line_error, run_muster
+from tests.conftest import REPO, beside, one_line_error, run_muster, sqlite_file
 
 MODELS = "cpu-small"  # delete recomputes the live unit keys: the embedder's tokenizer, no model
 
 
 def muster(*args: str) -> subprocess.CompletedProcess[str]:
     return run_muster(*args, env={"MUSTER_MODELS": MODELS}, timeout=60)
-
-
-def beside(path: Path) -> list[str]:
-    return sorted(p.name for p in path.parent.iterdir() if p.name.startswith(path.name))
 
 
 # --- the store path -------------------------------------------------------------------------
@@ -54,15 +49,6 @@ def test_a_fifo_is_not_a_store(tmp_path: Path) -> None:
     assert beside(pipe) == ["pipe"]
 
 
-def foreign(path: Path, *statements: str) -> bytes:
-    db = sqlite3.connect(path)
-    for statement in statements:
-        db.execute(statement)
-    db.commit()
-    db.close()
-    return path.read_bytes()
-
-
 @pytest.mark.parametrize(
     "statements",
     [
@@ -74,21 +60,21 @@ def test_another_programs_empty_sqlite_file_is_never_converted(
     tmp_path: Path, statements: tuple[str, ...]
 ) -> None:
     path = tmp_path / "app.db"
-    before = foreign(path, *statements)
+    before = sqlite_file(path, *statements).read_bytes()
     with pytest.raises(StoreError, match="not a MUSTER store"):
         Store.open(path)
     notes = tmp_path / "notes.txt"
     notes.write_text("A note.\n")
     one_line_error(muster("add", "--store", str(path), str(notes)), "not a MUSTER store")
     assert path.read_bytes() == before
-    assert beside(path) == ["app.db"]
+    assert beside(path) == ["app.db", "notes.txt"]  # no -wal, -shm or -journal beside it
 
 
 def test_a_store_holding_a_foreign_table_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "mixed.muster"
     with Store.open(path) as store:
         store.add("A note.")
-    before = foreign(path, "CREATE TABLE invoices (n INTEGER)")
+    before = sqlite_file(path, "CREATE TABLE invoices (n INTEGER)").read_bytes()
     with pytest.raises(StoreError, match="invoices"):
         Store.open(path)
     assert path.read_bytes() == before

@@ -3,15 +3,13 @@ exit 2, and no store file left behind, instead of starting and failing every rea
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import run_muster
 from tests.serve.test_http import free_port
 
 pytest.importorskip("fastapi")
@@ -20,17 +18,9 @@ pytest.importorskip("mcp")
 
 def muster(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real CLI; a server that starts when it should have refused fails the test after 60 s."""
-    environment = {k: v for k, v in os.environ.items() if k != "MUSTER_HTTP_TOKEN"} | (env or {})
+    env = {"MUSTER_HTTP_TOKEN": "", **(env or {})}  # a token in the caller's environment is not this test's
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "muster_exact", *args],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-        )
+        return run_muster(*args, env=env, stdin=b"", timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail(f"muster {' '.join(args)} started serving instead of refusing")
 
