@@ -4,17 +4,18 @@
 |--------------|----------------------------------------|-------------------------|--------|
 | numbered log | one line (one record), serial stripped | the line's slot         | serial |
 |              | for retrieval                          |                         |        |
-| record store | records packed up to the budget, whole | 8 units, halved (8,4,2, | stored |
-| prose        | paragraphs packed up to the budget; a  | 1) until >= 10 parents  | stored |
-|              | longer paragraph is cut at sentences   |                         |        |
+| record store | records packed up to the budget; a     | 8 units, halved (8,4,2, | stored |
+|              | longer record is cut at sentences      | 1) until >= 10 parents  |        |
+| prose        | paragraphs, the same rule              | as record store         | stored |
 
 Every unit is a span of the store text, so what the reader sees is verbatim
 and every unit maps back to its records.
 
-A piece kept whole (a record, a sentence, a line) is bounded too: one longer
-than ``HARD_LIMIT`` unit budgets, text with no sentence break, is cut at
-token boundaries into units of at most one budget (``_token_windows``), so
-no unit, and no context of U units, can be a whole namespace.
+No unit is longer than its budget, on any branch (issue 12): a record (a
+line on a numbered log) within the budget stays whole; a longer one is cut
+at its sentence breaks, and a sentence still longer at token boundaries
+(``_token_windows``). So a context of U units is at most U budgets, and no
+unit can be a whole namespace.
 """
 
 from __future__ import annotations
@@ -31,9 +32,6 @@ from muster_exact.records import Source
 
 PARENT_GROUP_START = 8
 MIN_PARENTS = 10
-# A record, sentence or line over this many unit budgets is cut at token boundaries; one up to it
-# stays whole (SPEC 3). Every benchmark's longest (30 budgets, a BEAM message of ASCII art) stays whole.
-HARD_LIMIT = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +56,8 @@ class Cut:
     parents: tuple[tuple[int, ...], ...]
     serial_order: tuple[int, ...]
     group_size: int | None
-    oversize: int
-    split: int = 0  # records (lines) with a piece over HARD_LIMIT budgets, cut at token boundaries
+    oversize: int  # records (lines) longer than the unit budget, so cut into more than one unit
+    split: int = 0  # of those, records with a stretch and no sentence break, cut at token boundaries
 
     def text(self, unit: Unit) -> str:
         """What the reader sees: the unit as stored."""
@@ -87,7 +85,7 @@ class _Piece:
     end: int
     tokens: int
     record: int
-    split: bool = False  # one of the token windows of a piece over HARD_LIMIT budgets
+    split: bool = False  # one of the token windows of a sentence over the budget
 
 
 def group_size_for(n_units: int) -> int:
@@ -108,34 +106,54 @@ def cut(
 ) -> Cut:
     if branch == "numbered_log":
         return _cut_numbered(source, style or serials.PAPER_STYLE, unit_budget)
-    if branch == "record_store":
-        pieces = [
-            _Piece(r.start, r.end, n, r.index) for r, n in zip(source.records, record_tokens, strict=True)
-        ]
-        pieces = _bounded(source.text, pieces, unit_budget)
-    else:
-        pieces = _prose_pieces(source, unit_budget, record_tokens)
+    # Record store and prose share the rule; only their budgets differ.
+    pieces = [
+        piece
+        for record, n in zip(source.records, record_tokens, strict=True)
+        for piece in _record_pieces(source.text, record.start, record.end, n, record.index, unit_budget)
+    ]
+    oversize = sum(n > unit_budget for n in record_tokens)
     split = len({p.record for p in pieces if p.split})
-    return _grouped(source, _pack(pieces, unit_budget), unit_budget, split)
+    return _grouped(source, _pack(pieces, unit_budget), oversize, split)
+
+
+def _record_pieces(text: str, start: int, end: int, n: int, record: int, budget: int) -> list[_Piece]:
+    """A record within the budget whole; a longer one as its sentences, and a sentence still longer
+    than the budget (no break to cut at) as its token windows."""
+    from muster_exact import tokens
+
+    if n <= budget:
+        return [_Piece(start, end, n, record)]
+    spans = sentences.spans(text, start, end)
+    counts = tokens.count_many([text[s:e] for s, e in spans])
+    pieces: list[_Piece] = []
+    for (s, e), c in zip(spans, counts, strict=True):
+        if c <= budget:
+            pieces.append(_Piece(s, e, c, record))
+        else:
+            windows = _token_windows(text, s, e, budget)
+            pieces.extend(_Piece(a, b, m, record, split=True) for a, b, m in windows)
+    return pieces
 
 
 def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
-    """One unit per line; a line over ``HARD_LIMIT`` budgets is cut at token boundaries, its
+    """One unit per line; a line over the budget is cut as a record is (``_record_pieces``), its
     first part keeping the serial and slot, every later part its own unmarked fact."""
     lines: list[Line] = lines_of(source)
     parent_of_slot: dict[str, int] = {}
     parents: list[list[int]] = []
     units: list[Unit] = []
     text = source.text
-    split = 0
+    oversize = split = 0
     for line in lines:
         serial = serials.read(text, style, line.body_start)
         slot = None
         if serial is not None:
             slot = slots.slot_of(text[serial.end : line.end])
         spans = _line_spans(text, line, budget)
-        split += len(spans) > 1
-        for part, (start, end, n) in enumerate(spans):
+        oversize += len(spans) > 1
+        split += any(cut_at_tokens for *_, cut_at_tokens in spans)
+        for part, (start, end, n, _) in enumerate(spans):
             marked = serial if part == 0 else None
             part_slot = slot if part == 0 else None
             # An unmarked line, or one whose slot cannot be read, is its own fact.
@@ -161,19 +179,26 @@ def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
                 )
             )
     parent_tuples = tuple(tuple(p) for p in parents)
-    return Cut(source, tuple(units), parent_tuples, _serial_order(units), None, 0, split)
+    return Cut(source, tuple(units), parent_tuples, _serial_order(units), None, oversize, split)
 
 
-def _line_spans(text: str, line: Line, budget: int) -> list[tuple[int, int, int | None]]:
-    """The line whole (tokens not counted: most lines are short), or its token windows."""
+def _line_spans(text: str, line: Line, budget: int) -> list[tuple[int, int, int | None, bool]]:
+    """The line whole (tokens not counted: most lines are short), or its pieces packed into units:
+    (start, end, tokens, whether a piece was cut at token boundaries)."""
     from muster_exact import tokens
 
-    # A token is at least one UTF-8 byte and a character at most four: a line this short fits.
-    if 4 * (line.end - line.start) <= HARD_LIMIT * budget:
-        return [(line.start, line.end, None)]
-    if tokens.count(text[line.start : line.end]) <= HARD_LIMIT * budget:
-        return [(line.start, line.end, None)]
-    return [(s, e, n) for s, e, n in _token_windows(text, line.start, line.end, budget)]
+    body = text[line.start : line.end]
+    # A token is at least one UTF-8 byte: a line of at most ``budget`` bytes fits.
+    if len(body) <= budget // 4 or len(body.encode("utf-8")) <= budget:
+        return [(line.start, line.end, None, False)]
+    n = tokens.count(body)
+    if n <= budget:
+        return [(line.start, line.end, None, False)]
+    pieces = _record_pieces(text, line.start, line.end, n, line.record, budget)
+    return [
+        (group[0].start, group[-1].end, sum(p.tokens for p in group), any(p.split for p in group))
+        for group in _pack(pieces, budget)
+    ]
 
 
 def _serial_order(units: list[Unit]) -> tuple[int, ...]:
@@ -185,34 +210,6 @@ def _serial_order(units: list[Unit]) -> tuple[int, ...]:
             current = unit.serial
         keys.append((current, unit.id))
     return tuple(uid for _, uid in sorted(keys))
-
-
-def _prose_pieces(source: Source, budget: int, record_tokens: tuple[int, ...]) -> list[_Piece]:
-    """Whole paragraphs where they fit; a longer paragraph as its sentences."""
-    from muster_exact import tokens
-
-    pieces: list[_Piece] = []
-    for record, n in zip(source.records, record_tokens, strict=True):
-        if n <= budget:
-            pieces.append(_Piece(record.start, record.end, n, record.index))
-            continue
-        spans = sentences.spans(source.text, record.start, record.end)
-        counts = tokens.count_many([source.text[s:e] for s, e in spans])
-        sentence_pieces = [_Piece(s, e, c, record.index) for (s, e), c in zip(spans, counts, strict=True)]
-        pieces.extend(_bounded(source.text, sentence_pieces, budget))
-    return pieces
-
-
-def _bounded(text: str, pieces: list[_Piece], budget: int) -> list[_Piece]:
-    """Pieces up to ``HARD_LIMIT`` budgets as they are; a longer one as its token windows."""
-    out: list[_Piece] = []
-    for piece in pieces:
-        if piece.tokens <= HARD_LIMIT * budget:
-            out.append(piece)
-            continue
-        windows = _token_windows(text, piece.start, piece.end, budget)
-        out.extend(_Piece(s, e, n, piece.record, split=True) for s, e, n in windows)
-    return out
 
 
 def _token_windows(text: str, start: int, end: int, budget: int) -> list[tuple[int, int, int]]:
@@ -261,7 +258,7 @@ def _char_boundary(raw: bytes, cut: int, floor: int) -> int:
 
 
 def _pack(pieces: list[_Piece], budget: int) -> list[list[_Piece]]:
-    """Greedy packing in order; a piece over the budget is a unit of its own."""
+    """Greedy packing in order (every piece is within the budget)."""
     groups: list[list[_Piece]] = []
     current: list[_Piece] = []
     used = 0
@@ -276,7 +273,7 @@ def _pack(pieces: list[_Piece], budget: int) -> list[list[_Piece]]:
     return groups
 
 
-def _grouped(source: Source, groups: list[list[_Piece]], budget: int, split: int) -> Cut:
+def _grouped(source: Source, groups: list[list[_Piece]], oversize: int, split: int) -> Cut:
     size = group_size_for(len(groups))
     units = tuple(
         Unit(
@@ -292,5 +289,4 @@ def _grouped(source: Source, groups: list[list[_Piece]], budget: int, split: int
     parents = tuple(
         tuple(range(first, min(first + size, len(units)))) for first in range(0, len(units), size)
     )
-    oversize = sum(1 for group in groups if len(group) == 1 and group[0].tokens > budget)
     return Cut(source, units, parents, tuple(range(len(units))), size, oversize, split)

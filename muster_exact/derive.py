@@ -97,15 +97,16 @@ def _plan(
             f"parents: {the_cut.group_size} consecutive units each "
             f"(8 halved until at least 10 parents), {len(the_cut.parents)} parents"
         )
-        if the_cut.oversize:
-            reasons.append(
-                f"{the_cut.oversize} record(s) longer than {budget} tokens kept whole as their own unit"
-            )
-    if the_cut.split:
-        limit = cutting.HARD_LIMIT * (budget or record_budget)
+    unit = "line" if numbered else "record"
+    if the_cut.oversize:
         reasons.append(
-            f"{the_cut.split} record(s) with a stretch over {limit:,} tokens and no break to cut at, "
-            f"cut at token boundaries into units of at most {budget or record_budget} tokens"
+            f"{the_cut.oversize} {unit}(s) longer than {budget or record_budget} tokens cut at "
+            "sentence breaks, so no unit is over the budget"
+        )
+    if the_cut.split:
+        reasons.append(
+            f"{the_cut.split} of them with a sentence over the budget (no break to cut at), "
+            "cut at token boundaries"
         )
     return Plan(
         branch=branch,

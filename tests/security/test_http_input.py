@@ -1,6 +1,7 @@
 """Input no client library would send to `muster http`, and what the answers may show: lone
 surrogates get a 422 that can be encoded, non-ASCII Authorization bytes a 401, and neither
-/v1/info nor an error message shows the store's path; namespaces only to the token holder."""
+/v1/info nor an error message shows the store's path; namespaces only to the token holder. A
+reply is bounded by the units asked for, however the records were written."""
 
 from __future__ import annotations
 
@@ -68,6 +69,23 @@ def test_info_shows_namespaces_to_the_token_holder_and_never_the_path(running: t
     info = httpx.get(f"{server.url}/v1/info", headers=AUTH, timeout=60).json()
     assert info["namespaces"] == ["default", "user-42"]
     assert "path" not in info and str(store.parent) not in json.dumps(info)
+
+
+def test_a_context_reply_is_at_most_the_units_asked_for_times_their_budget(
+    running: tuple[Server, Path],
+) -> None:
+    server, _ = running
+    # Three records of about 5,000 tokens with no sentence break: before, each was one unit.
+    words = "alpha beta gamma delta river stone quiet market yellow seven".split()
+    records = [" ".join(words[(i * 7 + r) % len(words)] for i in range(5_000)) for r in range(3)]
+    body = {"records": records, "namespace": "unbroken"}
+    httpx.post(f"{server.url}/v1/add", json=body, headers=AUTH, timeout=120).raise_for_status()
+    info = httpx.get(f"{server.url}/v1/info", params={"namespace": "unbroken"}, headers=AUTH, timeout=60)
+    budget = info.json()["plan"]["unit_budget"]
+    ask = {"query": "river stone", "units": 3, "namespace": "unbroken"}
+    reply = httpx.post(f"{server.url}/v1/context", json=ask, headers=AUTH, timeout=120).json()
+    assert len(reply["units"]) == 3
+    assert reply["tokens"] <= 3 * (budget + 1) < sum(len(r.split()) for r in records) // 3
 
 
 def test_the_token_on_the_command_line_is_warned_about(running: tuple[Server, Path]) -> None:

@@ -26,11 +26,30 @@ def test_record_store_packs_whole_records_up_to_the_budget() -> None:
     derived = analyse("\n\n".join(records))
     plan, cut = derived.plan, derived.cut
     assert plan.branch == "record_store" and plan.unit_budget == 512
-    assert [u.records for u in cut.units][:5] == [(0, 1, 2), (3,), (4,), (5, 6, 7), (8,)]
-    assert [r for u in cut.units for r in u.records] == list(range(len(records)))
+    # The 600-token record has no sentence break: 512 tokens, then 88 packed with what follows.
+    assert [u.records for u in cut.units][:5] == [(0, 1, 2), (3,), (4,), (4, 5, 6, 7), (8,)]
+    assert [u.tokens for u in cut.units][:5] == [480, 100, 512, 508, 400]
     assert plan.stats.oversize_records == 1
-    for unit in cut.units:
+    assert all(tokens.count(cut.text(u)) <= 512 for u in cut.units)
+    assert "".join(cut.text(u) for u in cut.units[2:4]).startswith(records[4] + "\n\n" + records[5])
+    for unit in (*cut.units[:2], *cut.units[4:]):
         assert unit.tokens == sum(tokens.count(records[r]) for r in unit.records)
+
+
+def test_a_record_over_the_budget_is_cut_at_its_sentences() -> None:
+    sentence = "The river bends past the old mill and the hills beyond it turn gold."
+    long_record = " ".join([sentence] * 60)  # about 900 tokens with sentence breaks
+    records = [*(("word " * 300).strip() for _ in range(30)), long_record]  # 91% in whole records
+    derived = analyse("\n\n".join(records))
+    plan, cut = derived.plan, derived.cut
+    assert plan.branch == "record_store" and plan.stats.oversize_records == 1
+    mine = [u for u in cut.units if 30 in u.records]
+    assert len(mine) == 3 and mine[0].records == (29, 30)  # its first sentences pack with record 29
+    assert all(cut.text(u).endswith(".") for u in mine)
+    assert all(cut.text(u).startswith("The river") for u in mine[1:])
+    assert all(u.tokens is not None and u.tokens <= 512 for u in cut.units)
+    assert long_record in cut.source.text[mine[0].start : mine[-1].end]
+    assert any("1 record(s) longer than 512 tokens cut at sentence breaks" in r for r in plan.reasons)
 
 
 def test_numbered_log_units_slots_and_serial_order() -> None:
@@ -85,11 +104,11 @@ def assert_tiled(derived: Derived, records: list[str], budget: int) -> None:
 
 
 def test_text_without_sentence_breaks_is_cut_at_token_boundaries() -> None:
-    records = [unbroken(1_000_000, seed) for seed in range(3)]
-    derived = analyse("\n\n".join(records))
+    records = [unbroken(30_000, seed) for seed in range(3)]  # about 19 budgets of 256 each
+    derived = analyse("\n\n".join(records), prose_budget=256)
     plan, cut = derived.plan, derived.cut
-    assert plan.branch == "prose" and plan.unit_budget == 1024
-    assert_tiled(derived, records, 1024)
+    assert plan.branch == "prose" and plan.unit_budget == 256
+    assert_tiled(derived, records, 256)
     # A context is at most U units, so at most U budgets (and a separator between two units).
     budget, units_read = plan.unit_budget, plan.units_read
     largest = sorted(cut.units, key=lambda u: u.tokens or 0)[-units_read:]
@@ -108,8 +127,8 @@ def test_unbroken_text_in_many_scripts_is_cut_between_characters() -> None:
 
 
 def test_a_huge_record_in_a_record_store_is_cut_too() -> None:
-    small = [unbroken(2_400, seed) for seed in range(500)]  # about 390 tokens each
-    huge = unbroken(120_000, 999)  # about 19,400 tokens: over 32 budgets of 512, 9% of the store
+    small = [unbroken(2_400, seed) for seed in range(100)]  # about 390 tokens each
+    huge = unbroken(12_000, 999)  # about 1,940 tokens, four budgets of 512, 5% of the store
     records = [*small[:200], huge, *small[200:]]
     derived = analyse("\n\n".join(records))
     assert derived.plan.branch == "record_store"
@@ -118,7 +137,7 @@ def test_a_huge_record_in_a_record_store_is_cut_too() -> None:
 
 def test_a_huge_line_in_a_numbered_log_is_cut_too() -> None:
     lines = [f"{i}. The CEO of Company {i} is Person {i}." for i in range(1, 400)]
-    huge = "400. " + unbroken(120_000, 5)
+    huge = "400. " + unbroken(12_000, 5)  # about four budgets
     records = [*lines, huge]
     derived = analyse("\n".join(records))
     assert derived.plan.branch == "numbered_log"
