@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import hydra
 from omegaconf import DictConfig
 
 from harness.config import check, register
+from harness.seed import ensure_hash_seed
 from muster_exact.errors import MusterError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,12 +35,6 @@ STAGES = {
     "published": "harness.stages.published",
 }
 log = logging.getLogger("harness")
-
-
-def ensure_hash_seed() -> None:
-    if os.environ.get("PYTHONHASHSEED") != "0":
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        os.execve(sys.executable, [sys.executable, "-m", "harness", *sys.argv[1:]], env)
 
 
 def check_choices(argv: list[str]) -> None:

@@ -192,16 +192,21 @@ def _two_level_mean(values: pd.DataFrame, metric: str) -> float:
 
 
 def _cluster_ci(values: pd.DataFrame, metric: str, seed: int = SEED) -> tuple[float, float]:
+    """The interval of ``_two_level_mean`` over conversations drawn with replacement (a store drawn
+    twice counts as two conversations). Each draw is a count per store, so every resample is one
+    matrix product over per-(category, store) sums instead of a rebuilt frame."""
     stores = sorted(values["store"].unique())
-    by_store = {store: values[values["store"] == store] for store in stores}
+    grouped = values.groupby(["category", "store"])[metric].mean().unstack("store").reindex(columns=stores)
+    means = grouped.to_numpy(dtype=float)  # category x store: the conversation's mean, NaN if none
+    present = ~np.isnan(means)
     rng = np.random.default_rng(seed)
-    estimates = []
-    for _ in range(BOOTSTRAP):
-        picks = rng.integers(0, len(stores), size=len(stores))
-        sample = pd.concat(
-            [by_store[stores[i]].assign(store=f"{stores[i]}#{k}") for k, i in enumerate(picks)]
-        )
-        estimates.append(_two_level_mean(sample, metric))
+    picks = rng.integers(0, len(stores), size=(BOOTSTRAP, len(stores)))
+    counts = np.stack([np.bincount(row, minlength=len(stores)) for row in picks]).astype(float)
+    weight = counts @ present.T  # resample x category: conversations drawn that have it
+    total = counts @ np.where(present, means, 0.0).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_category = np.where(weight > 0, total / weight, np.nan)
+    estimates = np.nanmean(per_category, axis=1)
     low, high = np.percentile(estimates, [2.5, 97.5])
     return float(low), float(high)
 

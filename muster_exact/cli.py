@@ -29,19 +29,22 @@ def _cmd_derive(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     import json
 
-    from muster_exact.memory import build
+    from muster_exact.memory import build, checked_query
 
     if args.store:
         if args.question is not None:
             raise InputError('with --store, give only the question: muster query --store F "QUESTION"')
         args.question = args.file
+    elif args.question is None:
+        raise InputError("give a file and a question (muster query FILE QUESTION), or --store F QUESTION")
+    # The question is checked before a store is opened or a model loaded: a bad one costs nothing.
+    checked_query(args.question)
+    if args.store:
         store = _open_store(args)
         memory = store.memory()
         # Read through the store: a failure of its file is then one typed line like every other.
         reader: Any = store
     else:
-        if args.question is None:
-            raise InputError("give a file and a question (muster query FILE QUESTION), or --store F QUESTION")
         memory = build(
             read_file(Path(args.file), args.max_input_bytes),
             preset=args.preset,

@@ -62,3 +62,46 @@ def test_beam_rubric_quirks_and_event_order_rank_score() -> None:
     assert metrics["tau_norm"] == 0.0 and metrics["rubric_official"] == 0.0  # tau = -1 -> (tau + 1) / 2 = 0
     in_order = {**ordered, "answer": "1st\n2nd\n3rd", "alignment": [0, 1, 2]}
     assert question_metrics("beam", in_order, True)["tau_norm"] == 1.0
+
+
+def _resampled_two_level_means(rows: list[tuple[str, str, float]], seed: int) -> list[float]:
+    """The BEAM interval's resamples the plain way (the reference): draw conversations, then mean
+    per category within each drawn conversation, across them, and across categories."""
+    import numpy as np
+
+    from harness.tables import BOOTSTRAP
+
+    stores = sorted({store for store, _, _ in rows})
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(BOOTSTRAP):
+        by_category: dict[str, list[float]] = {}
+        for i in rng.integers(0, len(stores), size=len(stores)):
+            mine: dict[str, list[float]] = {}
+            for store, category, value in rows:
+                if store == stores[i]:
+                    mine.setdefault(category, []).append(value)
+            for category, values in mine.items():
+                by_category.setdefault(category, []).append(sum(values) / len(values))
+        out.append(sum(sum(v) / len(v) for v in by_category.values()) / len(by_category))
+    return out
+
+
+def test_the_clustered_interval_equals_resampling_conversations_one_frame_at_a_time() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from harness.tables import SEED, _cluster_ci
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "store": [f"conv-{rng.integers(0, 4)}" for _ in range(60)],
+            "category": [f"ability-{rng.integers(0, 3)}" for _ in range(60)],
+            "rubric": rng.choice([0.0, 0.5, 1.0], 60),
+        }
+    )
+    frame = frame[~((frame["store"] == "conv-0") & (frame["category"] != "ability-0"))]  # a sparse one
+    rows = list(frame[["store", "category", "rubric"]].itertuples(index=False, name=None))
+    expected = np.percentile(_resampled_two_level_means(rows, SEED), [2.5, 97.5])
+    assert np.allclose(_cluster_ci(frame, "rubric"), expected, rtol=0, atol=1e-12)

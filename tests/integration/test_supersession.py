@@ -38,14 +38,17 @@ GOLD_IN_CONTEXT_SH = {
 def stores(data: Path):
     path = data / "memoryagentbench/data/Conflict_Resolution.json"
     rows = json.loads(path.read_text(encoding="utf-8"))
-    return list(zip(mab_stores(path), rows, strict=True))
+    # Built once for both rule sets: the native rules are query rules over the same build.
+    built = [
+        build(s.source, preset="mab.u10", models="cpu-small", rules=rules.EXACT) for s in mab_stores(path)
+    ]
+    return list(zip(mab_stores(path), rows, built, strict=True))
 
 
 @pytest.mark.parametrize("rule_set", ["exact", "native"])
 def test_contexts_show_one_newest_version_per_slot(stores, rule_set: str) -> None:
     gold_hits: dict[str, int] = {}
-    for store, row in stores:
-        memory = build(store.source, preset="mab.u10", models="cpu-small", rules=rules.EXACT)
+    for store, row, memory in stores:
         if rule_set == "native":
             memory = memory.with_rules(**rules.NATIVE.query_rules())
         cut = memory.cut
