@@ -3,7 +3,9 @@
 Stores: LoCoMo conv-26, FactConsolidation sh_6k, BEAM-100K-1; questions: the
 first 5 of each. Profile cpu-small (the machine's models). Each preset runs
 under both rule sets (``muster_exact.rules``: exact and native), whatever the
-detection mode. Prints JSON {rules: {preset: {store: {question index:
+detection mode. Presets that differ only in U share one build, queried at each
+preset's U (U is a query-time setting; the pinned hashes were first made with
+one build per preset and are unchanged). Prints JSON {rules: {preset: {store: {question index:
 sha256}}}}; ``--write`` pins it in tests/golden/contexts.json.
 
     python scripts/golden_contexts.py --data ../shared/data [--mode native|exact] [--write]
@@ -12,6 +14,7 @@ sha256}}}}; ``--write`` pins it in tests/golden/contexts.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -53,17 +56,29 @@ def compute(
 ) -> dict[str, dict[str, dict[str, dict[str, str]]]]:
     sets = question_sets(data)
     out: dict[str, dict[str, dict[str, dict[str, str]]]] = {"exact": {}, "native": {}}
+    # Presets that differ only in U share one build (U is read at query time), each queried at its U.
+    families: dict[tuple, list[presets.Preset]] = {}
     for name in presets.names():
-        for rules in out.values():
-            rules[name] = {}
+        preset = presets.load(name)
+        families.setdefault(
+            dataclasses.astuple(dataclasses.replace(preset, name="", units_read=0)), []
+        ).append(preset)
+    for family in families.values():
+        for preset in family:
+            for rules in out.values():
+                rules[preset.name] = {}
         for store, source, questions in sets:
-            exact = build(source, preset=name, models="cpu-small", mode=mode, cache=cache, rules=EXACT)  # type: ignore[arg-type]
+            first = family[0].name
+            exact = build(source, preset=first, models="cpu-small", mode=mode, cache=cache, rules=EXACT)  # type: ignore[arg-type]
             memories = {"exact": exact, "native": exact.with_rules(**NATIVE.query_rules())}
-            for rules, memory in memories.items():
-                out[rules][name][store] = {
-                    str(i): hashlib.sha256(memory.context(q).text.encode("utf-8")).hexdigest()
-                    for i, q in enumerate(questions)
-                }
+            for preset in family:
+                for rules, memory in memories.items():
+                    out[rules][preset.name][store] = {
+                        str(i): hashlib.sha256(
+                            memory.context(q, preset.units_read).text.encode("utf-8")
+                        ).hexdigest()
+                        for i, q in enumerate(questions)
+                    }
     return out
 
 
