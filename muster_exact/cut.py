@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from muster_exact import sentences, serials, slots
 from muster_exact.detect import Line, lines_of
+from muster_exact.memo import Codec, Memo
 from muster_exact.plan import Branch
 from muster_exact.records import Source
 
@@ -103,18 +104,52 @@ def cut(
     style: str | None,
     unit_budget: int,
     record_tokens: tuple[int, ...],
+    memo: Memo | None = None,
 ) -> Cut:
     if branch == "numbered_log":
         return _cut_numbered(source, style or serials.PAPER_STYLE, unit_budget)
-    # Record store and prose share the rule; only their budgets differ.
-    pieces = [
-        piece
-        for record, n in zip(source.records, record_tokens, strict=True)
-        for piece in _record_pieces(source.text, record.start, record.end, n, record.index, unit_budget)
+    # Record store and prose share the rule; only their budgets differ. A record over the budget is
+    # cut the same way wherever it lies, so its pieces (offsets within it) are kept in the memo.
+    text = source.text
+    long = [
+        text[r.start : r.end] for r, n in zip(source.records, record_tokens, strict=True) if n > unit_budget
     ]
+    kept = iter(
+        (memo or Memo()).many(
+            f"record-pieces:{unit_budget}",
+            long,
+            lambda new: [_relative_pieces(t, unit_budget) for t in new],
+            PIECES,
+        )
+    )
+    pieces = []
+    for record, n in zip(source.records, record_tokens, strict=True):
+        if n <= unit_budget:
+            pieces.append(_Piece(record.start, record.end, n, record.index))
+        else:
+            at = record.start
+            pieces.extend(_Piece(at + a, at + b, m, record.index, cut) for a, b, m, cut in next(kept))
     oversize = sum(n > unit_budget for n in record_tokens)
     split = len({p.record for p in pieces if p.split})
     return _grouped(source, _pack(pieces, unit_budget), oversize, split)
+
+
+# A record's pieces as the memo keeps them: (start, end, tokens, cut at token boundaries), offsets
+# within the record.
+PIECES: Codec[list[tuple[int, int, int, bool]]] = Codec(
+    lambda pieces: [list(p) for p in pieces],
+    lambda rows: [(int(a), int(b), int(m), bool(c)) for a, b, m, c in rows],
+)
+
+
+def _relative_pieces(record_text: str, budget: int) -> list[tuple[int, int, int, bool]]:
+    """A record over the budget cut as :func:`_record_pieces` cuts it, offsets within the record
+    (sentence and token cuts read nothing outside the record)."""
+    over = budget + 1  # the caller counted the record: it is over the budget
+    return [
+        (p.start, p.end, p.tokens, p.split)
+        for p in _record_pieces(record_text, 0, len(record_text), over, 0, budget)
+    ]
 
 
 def _record_pieces(text: str, start: int, end: int, n: int, record: int, budget: int) -> list[_Piece]:

@@ -10,6 +10,7 @@ from typing import Any
 from muster_exact import cut as cutting
 from muster_exact.detect import Detection, detect
 from muster_exact.errors import InputError, PlanError
+from muster_exact.memo import Memo
 from muster_exact.plan import Branch, Mode, Plan, Stats, Thresholds
 from muster_exact.records import Source, from_any
 
@@ -49,12 +50,14 @@ def analyse(
     mode: Mode = "native",
     record_budget: int = RECORD_BUDGET,
     prose_budget: int = PROSE_BUDGET,
+    memo: Memo | None = None,
 ) -> Derived:
-    """Derive the plan of a store and cut it. ``data``: text, records, Path or Source."""
+    """Derive the plan of a store and cut it. ``data``: text, records, Path or Source.
+    ``memo`` keeps per-text counts for the next derive of a growing store."""
     _check_options(mode, record_budget, prose_budget)
     started = time.perf_counter()
     source = from_any(data)
-    found = detect(source, mode=mode, record_budget=record_budget)
+    found = detect(source, mode=mode, record_budget=record_budget, memo=memo)
     detected = time.perf_counter()
     budget = {"numbered_log": None, "record_store": record_budget, "prose": prose_budget}[found.branch]
     the_cut = cutting.cut(
@@ -63,6 +66,7 @@ def analyse(
         style=found.style,
         unit_budget=budget or record_budget,
         record_tokens=found.record_tokens,
+        memo=memo,
     )
     plan = _plan(source, found, the_cut, mode, budget, record_budget, prose_budget)
     timings = {"detect": detected - started, "cut": time.perf_counter() - detected}

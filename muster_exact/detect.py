@@ -21,7 +21,8 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from muster_exact import serials, tokens
+from muster_exact import serials
+from muster_exact.memo import Memo
 from muster_exact.plan import Branch, Mode, Thresholds
 from muster_exact.records import Source
 
@@ -111,7 +112,7 @@ def continuity(source: Source, lines: list[Line], style: str) -> tuple[float, bo
 
 
 def _native_style(
-    source: Source, n_items: int, marked: dict[str, int], thresholds: Thresholds
+    source: Source, n_items: int, marked: dict[str, int], thresholds: Thresholds, memo: Memo
 ) -> tuple[str, float, float, bool] | None:
     """The first native style that passes both conditions, with its measurements."""
     # Continuity needs a serial on 95% of the lines after the first, so a style
@@ -130,7 +131,7 @@ def _native_style(
         if share < thresholds.native_continuity:
             continue
         if median is None:
-            counts = tokens.count_many([source.text[line.body_start : line.end] for line in lines])
+            counts = memo.tokens([source.text[line.body_start : line.end] for line in lines])
             median = float(statistics.median(counts))
         if median <= thresholds.native_median_tokens:
             return style, share, median, all_marked
@@ -143,9 +144,11 @@ def detect(
     mode: Mode = "native",
     record_budget: int = 512,
     thresholds: Thresholds | None = None,
+    memo: Memo | None = None,
 ) -> Detection:
     th = thresholds or Thresholds()
-    record_tokens = tuple(tokens.count_many([source.record_text(r) for r in source.records]))
+    memo = memo if memo is not None else Memo()
+    record_tokens = tuple(memo.tokens([source.record_text(r) for r in source.records]))
     total = sum(record_tokens)
     short = sum(n for n in record_tokens if n <= record_budget)
     record_share = short / total if total else 0.0
@@ -192,7 +195,7 @@ def detect(
             "numbered log: serial share reaches the threshold; units are lines, "
             "ordered by serial" + ("" if on else "; supersession off (unmarked records)"),
         )
-    if mode == "native" and (native := _native_style(source, n_lines, marked_by_style, th)) is not None:
+    if mode == "native" and (native := _native_style(source, n_lines, marked_by_style, th, memo)) is not None:
         style, cont, median, all_marked = native
         return found(
             "numbered_log",

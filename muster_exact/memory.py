@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from muster_exact import entities, presets, tokens
+from muster_exact import entities, presets
 from muster_exact.assemble import Context, assemble
 from muster_exact.channels import Proposals, pool_size
 from muster_exact.channels.bm25 import BM25Channel
@@ -27,8 +27,9 @@ from muster_exact.channels.graph import POLICIES, GraphChannel
 from muster_exact.cut import Cut
 from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, analyse
 from muster_exact.errors import InputError
+from muster_exact.memo import COUNT, Codec, Memo
 from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
-from muster_exact.pieces import Pieces, pieces_of
+from muster_exact.pieces import Pieces, WindowLike, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
 from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
 from muster_exact.rules import CHOICES, Rules, for_mode
@@ -38,6 +39,10 @@ from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_ca
 log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 20_000
+ENTITIES: Codec[frozenset[str]] = Codec(sorted, frozenset)
+SPANS: Codec[list[tuple[int, int]]] = Codec(
+    lambda s: [list(x) for x in s], lambda v: [(int(a), int(b)) for a, b in v]
+)
 DEFAULT_MODELS_ENV = "MUSTER_MODELS"
 
 
@@ -68,7 +73,9 @@ class Memory:
         timings: dict[str, float],
         scores: ScoreCache | None = None,
         rules: Rules | None = None,
+        memo: Memo | None = None,
     ):
+        memo = memo if memo is not None else Memo()
         self.plan = plan
         self.cut = cut
         self.models = models
@@ -77,13 +84,15 @@ class Memory:
         texts = unit_texts(cut)
 
         started = time.perf_counter()
-        self._bm25 = BM25Channel(texts, self.rules.lexical)
+        self._bm25 = BM25Channel(texts, self.rules.lexical, memo)
         self.timings["bm25"] = time.perf_counter() - started
 
         started = time.perf_counter()
+        found = memo.many(
+            "entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES
+        )
         unit_entities = [
-            frozenset(entities.extract(text) | ({unit.slot} if unit.slot else set()))
-            for unit, text in zip(cut.units, texts, strict=True)
+            ents | {unit.slot} if unit.slot else ents for unit, ents in zip(cut.units, found, strict=True)
         ]
         policy = plan.retrieval.policy if plan.retrieval else "flrs"
         self._graph = GraphChannel(
@@ -98,11 +107,11 @@ class Memory:
         self._embedder = load_embedder(models.embedder)
         self.timings["load_models"] = time.perf_counter() - started
         started = time.perf_counter()
-        self.pieces = embedding_pieces(cut, models, self.rules)
+        self.pieces = embedding_pieces(cut, models, self.rules, memo)
         self.timings["pieces"] = time.perf_counter() - started
         started = time.perf_counter()
-        vectors, self.embedded = embed_cached(
-            self.pieces.texts, models.embedder.id, self._embedder.embed, cache
+        vectors, self.embedded = _vectors(
+            self.pieces.texts, models.embedder.id, self._embedder.embed, cache, memo
         )
         self.timings["embed"] = time.perf_counter() - started
         self._dense = DenseChannel(vectors, self._embedder, self.pieces.start, self.rules.pooling)
@@ -110,7 +119,7 @@ class Memory:
         self._scores = scores
         self.scored = 0  # cross-encoder pairs computed (not read from the score cache)
         self._texts = texts
-        counted = tokens.count_many([cut.text(u) for u in cut.units if u.tokens is None])
+        counted = memo.tokens([cut.text(u) for u in cut.units if u.tokens is None])
         missing = iter(counted)
         # Each unit's own token count (what a token budget spends on it).
         self.unit_tokens = [u.tokens if u.tokens is not None else next(missing) for u in cut.units]
@@ -259,6 +268,7 @@ def planned(
     units: int | None = None,
     policy: Literal["flrs", "flr"] | None = None,
     rules: Rules | None = None,
+    memo: Memo | None = None,
 ) -> tuple[Plan, Cut, Models, dict[str, float]]:
     """What :func:`build` derives before any model runs: the plan (with its retrieval settings),
     the cut, the model profile and the derive timings. Cheap: no model is loaded."""
@@ -273,6 +283,7 @@ def planned(
         mode=chosen_mode,
         record_budget=fixed.record_budget if fixed else RECORD_BUDGET,
         prose_budget=fixed.prose_budget if fixed else PROSE_BUDGET,
+        memo=memo,
     )
     units_read = checked_units(units) if units is not None else (fixed.units_read if fixed else None)
     plan = derived.plan
@@ -305,10 +316,53 @@ def _with_rules(retrieval: Retrieval | None, rules: Rules) -> Retrieval | None:
     return dataclasses.replace(retrieval, rerank=rerank, **rules.to_dict())  # type: ignore[arg-type]
 
 
-def embedding_pieces(cut: Cut, models: Models, rules: Rules) -> Pieces:
+def embedding_pieces(cut: Cut, models: Models, rules: Rules, memo: Memo | None = None) -> Pieces:
     """What the embedder is shown of each unit (muster_exact.pieces), by the model's own window."""
-    window = load_window(models.embedder) if rules.pieces == "records" else None
+    window: WindowLike | None = load_window(models.embedder) if rules.pieces == "records" else None
+    if window is not None and memo is not None:
+        window = MemoWindow(window, memo)
     return pieces_of(cut, window, rules.pieces)  # type: ignore[arg-type]
+
+
+class MemoWindow:
+    """An embedder's window whose word-piece counts are kept in a memo."""
+
+    def __init__(self, window: Any, memo: Memo) -> None:
+        self.size = window.size
+        self._window = window
+        self._kind = f"window:{window.model_id}"
+        self._memo = memo
+
+    def pieces(self, texts: list[str]) -> list[int]:
+        return self._memo.many(self._kind, texts, self._window.pieces, COUNT)
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        compute = self._window.windows
+        return self._memo.many(f"windows:{self._window.model_id}", [text], lambda t: [compute(t[0])], SPANS)[
+            0
+        ]
+
+
+def _vectors(
+    texts: tuple[str, ...], model_id: str, embed: Any, cache: VectorCache, memo: Memo
+) -> tuple[Any, int]:
+    """Piece vectors (rows in order) and how many were embedded: from the memo, else the vector
+    cache, else the model."""
+    import numpy as np
+
+    embedded = 0
+    kind = f"vectors:{model_id}"
+
+    def compute(missing: list[str]) -> list[Any]:
+        nonlocal embedded
+        matrix, embedded = embed_cached(missing, model_id, embed, cache)
+        memo.found_elsewhere(kind, len(missing) - embedded)
+        return list(matrix)
+
+    rows = memo.many(kind, texts, compute)
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32), 0
+    return np.vstack(rows), embedded
 
 
 def unit_texts(cut: Cut) -> list[str]:
@@ -327,6 +381,7 @@ def build(
     cache: VectorCache | Path | str | bool | None = None,
     scores: ScoreCache | None = None,
     rules: Rules | None = None,
+    memo: Memo | None = None,
 ) -> Memory:
     """Build a memory from text, records, a Path or a Source.
 
@@ -335,9 +390,13 @@ def build(
     or a :class:`Models`); ``cache`` is the vector cache (default: a SQLite
     file under $MUSTER_HOME; ``False``: memory only); ``scores`` caches
     cross-encoder scores (the Store keeps both in its file); ``rules`` (a
-    :class:`~muster_exact.rules.Rules`) overrides the mode's retrieval rules.
+    :class:`~muster_exact.rules.Rules`) overrides the mode's retrieval rules; ``memo`` (a
+    :class:`~muster_exact.memo.Memo`) keeps per-text work for the next build of a growing store.
     """
     plan, cut, chosen_models, timings = planned(
-        data, preset, models, mode=mode, units=units, policy=policy, rules=rules
+        data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
     )
-    return Memory(plan, cut, chosen_models, _cache(cache), timings, scores)
+    memory = Memory(plan, cut, chosen_models, _cache(cache), timings, scores, memo=memo)
+    if memo is not None:
+        memo.settle()
+    return memory

@@ -43,6 +43,7 @@ MAX_METADATA_DEPTH = 64
 # Characters that show nothing: text made of these and white space is empty.
 _INVISIBLE = dict.fromkeys(map(ord, "\x00\u200b\u200c\u200d\u2060\ufeff"))
 
+_SHOWN = re.compile(r"\S")
 _BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 
 
@@ -78,6 +79,9 @@ def normalise_newlines(text: str) -> str:
 
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: only white space, NUL and zero-width characters."""
+    first = _SHOWN.search(text)
+    if first is not None and ord(first.group()) not in _INVISIBLE:
+        return False  # the first character that is not white space shows: the usual case, no copy
     return not text.translate(_INVISIBLE).strip()
 
 
@@ -88,6 +92,8 @@ def check_nesting(record: Mapping[str, Any], where: str) -> None:
     deep, and nothing later (the JSON encoder, a server's stack) has to recurse through it.
     """
     for key, value in record.items():
+        if not isinstance(value, (Mapping, list, tuple)):
+            continue  # a string or a number: nothing nested
         stack = [(value, 1)]
         while stack:
             item, depth = stack.pop()

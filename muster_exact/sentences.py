@@ -19,11 +19,13 @@ ABBREVIATIONS = frozenset(
 _END = re.compile(r"""[.!?]+["'”’)\]]*(?=\s+["'“‘(\[]?[A-Z0-9])""")
 
 
-def _is_abbreviation(text: str, period: int) -> bool:
+def _is_abbreviation(text: str, period: int, floor: int = 0) -> bool:
+    """Whether the word before ``period`` (looked for no further back than ``floor``, the start
+    of the span being split, so a span splits alike wherever it lies) is an abbreviation."""
     if text[period] != ".":
         return False
     start = period
-    while start > 0 and not text[start - 1].isspace():
+    while start > floor and not text[start - 1].isspace():
         start -= 1
     word = text[start:period].lower().lstrip("\"'“‘([")
     return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
@@ -35,7 +37,7 @@ def spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, 
     out: list[tuple[int, int]] = []
     pos = start
     for match in _END.finditer(text, start, stop):
-        if _is_abbreviation(text, match.start()):
+        if _is_abbreviation(text, match.start(), start):
             continue
         _add(text, pos, match.end(), out)
         pos = match.end()

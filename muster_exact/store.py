@@ -61,6 +61,7 @@ from muster_exact.errors import (
     StoreFull,
     StoreReadOnly,
 )
+from muster_exact.memo import Memo
 from muster_exact.records import (
     MAX_METADATA_DEPTH,
     NOT_JSON,
@@ -78,6 +79,7 @@ from muster_exact.vectors import Access, connect
 
 if TYPE_CHECKING:
     from muster_exact.assemble import Context
+    from muster_exact.cut import Cut
     from muster_exact.memory import Memory
     from muster_exact.plan import Plan
 
@@ -94,7 +96,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 APPLICATION = "muster-store"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_NAMESPACE = "default"
 MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
 MAX_ADD_CHARS = 64_000_000  # one add call
@@ -138,8 +140,18 @@ CREATE TABLE unit_keys (
 ) WITHOUT ROWID;
 """
 
-# schema version N -> the SQL that brings a version N file to N + 1 (none yet: version 1 is the first).
-MIGRATIONS: dict[int, str] = {}
+
+def _analyses_schema() -> str:
+    from muster_exact.vectors import ANALYSES_SCHEMA
+
+    return ANALYSES_SCHEMA
+
+
+# schema version N -> the SQL that brings a version N file to N + 1.
+MIGRATIONS: dict[int, str] = {
+    # 2: per-text analyses (muster_exact.memo), so a new process re-analyses nothing.
+    1: _analyses_schema(),
+}
 
 
 @dataclass(frozen=True)
@@ -356,6 +368,9 @@ class Store:
         # One connection, shared by the threads of a server: every use of it holds this lock.
         self._lock = threading.RLock()
         self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
+        # Per-text work of the last build (muster_exact.memo): a read after an add analyses the
+        # new records and the units they change, not the store. Started anew on delete.
+        self.memo = Memo()
 
     @property
     def read_only(self) -> bool:
@@ -513,6 +528,7 @@ class Store:
             )
         vectors, scores = self._forget_units()
         self._memory = self._plan = None
+        self.memo = Memo(self.memo.backing)  # nothing of the deleted text stays in this process
         return DeleteResult(tuple(wanted), self._head(), vectors, scores)
 
     def _check_writable(self) -> None:
@@ -627,10 +643,11 @@ class Store:
         if self._plan is not None and self._plan[0] == self._head().sha256:
             return self._plan[1]  # unchanged: no need to read every record again
         head, records = self._snapshot()
+        self._open_caches()  # the memo reads the file's analyses
         if self._plan is None or self._plan[0] != head.sha256:
             from muster_exact.memory import planned
 
-            self._plan = (head.sha256, planned(records, self.preset, self.models)[0])
+            self._plan = (head.sha256, planned(records, self.preset, self.models, memo=self.memo)[0])
         return self._plan[1]
 
     def explain(self) -> str:
@@ -651,7 +668,7 @@ class Store:
         from muster_exact.memory import build
 
         vectors, scores = self._open_caches()
-        memory = build(records, self.preset, self.models, cache=vectors, scores=scores)
+        memory = build(records, self.preset, self.models, cache=vectors, scores=scores, memo=self.memo)
         self.embedded = memory.embedded
         if not self.read_only:
             self._remember_units(memory)
@@ -696,14 +713,30 @@ class Store:
 
     def _open_caches(self) -> tuple[Any, Any]:
         if self._caches is None:
-            from muster_exact.vectors import ScoreCache, VectorCache
+            from muster_exact.vectors import AnalysisCache, ScoreCache, VectorCache
 
-            self._caches = (VectorCache(self.path, self.access), ScoreCache(self.path, self.access))
-        return self._caches  # type: ignore[no-any-return]
+            analyses = AnalysisCache(self.path, self.access)
+            self._caches = (VectorCache(self.path, self.access), ScoreCache(self.path, self.access), analyses)
+            self.memo.backing = analyses
+        return self._caches[:2]  # type: ignore[no-any-return]
 
     def _remember_units(self, memory: Memory) -> None:
-        """Which unit and piece texts this namespace uses now: what ``delete`` keeps in the caches."""
-        self._replace_unit_keys(_live_keys(memory.unit_texts, memory.pieces.texts))
+        """Which texts this namespace uses now: what ``delete`` keeps in the caches. Only the
+        change is written (after an add: the new record's and its units' keys)."""
+        keys = set(_live_keys(memory.cut, memory.pieces.texts))
+        rows = self._db.execute("SELECT sha256 FROM unit_keys WHERE namespace = ?", (self.namespace,))
+        known = {row[0] for row in rows}
+        if keys == known:
+            return
+        with _transaction(self._db):
+            self._db.executemany(
+                "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
+                [(self.namespace, k) for k in sorted(known - keys)],
+            )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
+                [(self.namespace, k) for k in sorted(keys - known)],
+            )
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
         with _transaction(self._db):
@@ -717,11 +750,11 @@ class Store:
         records = [json.loads(body) for body in self._records()]
         keys: list[str] = []
         if records:
-            from muster_exact.memory import embedding_pieces, planned, rules_of, unit_texts
+            from muster_exact.memory import embedding_pieces, planned, rules_of
 
             plan, cut, models, _ = planned(records, self.preset, self.models)
             # The pieces need the embedder's tokenizer only, never the model itself.
-            keys = _live_keys(unit_texts(cut), embedding_pieces(cut, models, rules_of(plan)).texts)
+            keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan)).texts)
         self._replace_unit_keys(keys)
         self._open_caches()
         with _transaction(self._db):
@@ -731,12 +764,23 @@ class Store:
             scores = self._db.execute(
                 "DELETE FROM rerank_scores WHERE text_sha256 NOT IN (SELECT sha256 FROM unit_keys)"
             ).rowcount
+            # Counts, terms and entities of text no namespace holds any more.
+            self._db.execute("DELETE FROM analyses WHERE sha256 NOT IN (SELECT sha256 FROM unit_keys)")
         return int(vectors), int(scores)
 
 
-def _live_keys(unit_texts: list[str], piece_texts: tuple[str, ...]) -> list[str]:
-    """Text hashes the caches key by: unit texts (cross-encoder scores) and pieces (vectors)."""
-    return sorted({hashlib.sha256(t.encode()).hexdigest() for t in (*unit_texts, *piece_texts)})
+def _live_keys(cut: Cut, piece_texts: tuple[str, ...]) -> list[str]:
+    """Text hashes the caches key by: records and units (counts, terms, entities, cross-encoder
+    scores) and pieces (vectors)."""
+    from muster_exact.memory import unit_texts
+
+    texts = (
+        *(cut.source.record_text(r) for r in cut.source.records),
+        *(cut.text(u) for u in cut.units),
+        *unit_texts(cut),
+        *piece_texts,
+    )
+    return sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
 
 
 def _replayed(result: dict[str, Any]) -> AddResult:
@@ -862,10 +906,10 @@ def _prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -
     meta = _check_not_foreign(db, path, tables) if exists else {}
     if not tables:
         with _transaction(db):
+            from muster_exact.vectors import ANALYSES_SCHEMA, SCORES_SCHEMA
             from muster_exact.vectors import SCHEMA as VECTORS
-            from muster_exact.vectors import SCORES_SCHEMA
 
-            for statement in _statements(SCHEMA + VECTORS + SCORES_SCHEMA):
+            for statement in _statements(SCHEMA + VECTORS + SCORES_SCHEMA + ANALYSES_SCHEMA):
                 db.execute(statement)
             db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -897,10 +941,10 @@ def _tables(db: sqlite3.Connection) -> set[str]:
 
 def _known_tables() -> set[str]:
     """Every table a MUSTER store holds: made by the schema or by a migration."""
+    from muster_exact.vectors import ANALYSES_SCHEMA, SCORES_SCHEMA
     from muster_exact.vectors import SCHEMA as VECTORS
-    from muster_exact.vectors import SCORES_SCHEMA
 
-    scripts = [SCHEMA, VECTORS, SCORES_SCHEMA, *MIGRATIONS.values()]
+    scripts = [SCHEMA, VECTORS, SCORES_SCHEMA, ANALYSES_SCHEMA, *MIGRATIONS.values()]
     return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
 
 

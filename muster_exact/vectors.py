@@ -72,10 +72,11 @@ def default_path() -> Path:
     return resource_dir() / "vectors.sqlite"
 
 
-class VectorCache:
-    """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
+class _Table:
+    """A cache table in an SQLite file (``path=None``: in memory): its schema made when the file is
+    writable, keyed reads in chunks, writes that never fail a read (:func:`_cache_write`)."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+    def __init__(self, path: Path | None, access: Access, schema: str) -> None:
         self.path = path
         self.writable = access == "rw"
         self._lock = threading.Lock()
@@ -85,37 +86,47 @@ class VectorCache:
         if self.writable:
             if path is not None:
                 self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
+            self._db.executescript(schema)
 
-    def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
+    def _select_in(self, select: str, fixed: Sequence[Any], keys: Sequence[str]) -> list[Any]:
+        """Rows of ``select ... IN (keys)``, the keys bound ``_CHUNK`` at a time."""
+        rows: list[Any] = []
         with self._lock:
             for first in range(0, len(keys), _CHUNK):
                 chunk = list(keys[first : first + _CHUNK])
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT sha256, vector FROM vectors WHERE model = ? AND sha256 IN ({marks})",
-                    [model, *chunk],
-                )
-                found.update(rows)
-        return found
+                rows.extend(self._db.execute(f"{select} ({marks})", [*fixed, *chunk]))
+        return rows
 
-    def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
-        if not self.writable:
+    def _insert(self, what: str, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not self.writable or not rows:
             return
-        rows = [(model, key, dim, blob) for key, blob, dim in items]
 
         def write() -> None:
             with self._lock, self._db:
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)", rows
-                )
+                self._db.executemany(insert, rows)
 
-        _cache_write(f"{len(rows)} vectors", write)
+        _cache_write(what, write)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class VectorCache(_Table):
+    """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
+
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+        super().__init__(path, access, SCHEMA)
+
+    def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+        select = "SELECT sha256, vector FROM vectors WHERE model = ? AND sha256 IN"
+        return dict(self._select_in(select, [model], keys))
+
+    def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
+        rows = [(model, key, dim, blob) for key, blob, dim in items]
+        insert = "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)"
+        self._insert(f"{len(rows)} vectors", insert, rows)
 
 
 SCORES_SCHEMA = """
@@ -129,18 +140,12 @@ CREATE TABLE IF NOT EXISTS rerank_scores (
 """
 
 
-class ScoreCache:
+class ScoreCache(_Table):
     """Cross-encoder scores by (model, query hash, unit text hash): a repeated question costs no
     cross-encoder call, in this process or the next."""
 
     def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
-        self.writable = access == "rw"
-        self._lock = threading.Lock()
-        self._db = connect(path, access, timeout=60, check_same_thread=False)
-        if self.writable:
-            if path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCORES_SCHEMA)
+        super().__init__(path, access, SCORES_SCHEMA)
 
     def scored(
         self, model: str, query: str, texts: Sequence[str], score: Callable[[str, list[str]], list[float]]
@@ -148,19 +153,11 @@ class ScoreCache:
         """Scores for ``texts`` against ``query`` (in order) and how many had to be computed."""
         query_key = text_key(query)
         keys = [text_key(t) for t in texts]
-        found: dict[str, float] = {}
-        with self._lock:
-            unique = sorted(set(keys))
-            for first in range(0, len(unique), _CHUNK):
-                chunk = unique[first : first + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                found.update(
-                    self._db.execute(
-                        "SELECT text_sha256, score FROM rerank_scores WHERE model = ? AND query_sha256 = ? "
-                        f"AND text_sha256 IN ({marks})",
-                        [model, query_key, *chunk],
-                    )
-                )
+        select = (
+            "SELECT text_sha256, score FROM rerank_scores WHERE model = ? AND query_sha256 = ? "
+            "AND text_sha256 IN"
+        )
+        found: dict[str, float] = dict(self._select_in(select, [model, query_key], sorted(set(keys))))
         first_index: dict[str, int] = {}
         for i, key in enumerate(keys):
             if key not in found and key not in first_index:
@@ -168,20 +165,37 @@ class ScoreCache:
         if first_index:
             fresh = score(query, [texts[i] for i in first_index.values()])
             new = dict(zip(first_index, fresh, strict=True))
-            if self.writable:
-                rows = [(model, query_key, key, float(value)) for key, value in new.items()]
-
-                def write() -> None:
-                    with self._lock, self._db:
-                        self._db.executemany("INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)", rows)
-
-                _cache_write(f"{len(rows)} cross-encoder scores", write)
+            rows = [(model, query_key, key, float(value)) for key, value in new.items()]
+            insert = "INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)"
+            self._insert(f"{len(rows)} cross-encoder scores", insert, rows)
             found.update(new)
         return [found[k] for k in keys], len(first_index)
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+
+ANALYSES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS analyses (
+    kind TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (kind, sha256)
+) WITHOUT ROWID;
+"""
+
+
+class AnalysisCache(_Table):
+    """Per-text analyses (:mod:`muster_exact.memo`) by (kind, text hash), as JSON: a new process
+    opening a store reads its records' counts, terms and entities instead of computing them."""
+
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+        super().__init__(path, access, ANALYSES_SCHEMA)
+
+    def get(self, kind: str, keys: Sequence[str]) -> dict[str, str]:
+        select = "SELECT sha256, value FROM analyses WHERE kind = ? AND sha256 IN"
+        return dict(self._select_in(select, [kind], keys))
+
+    def put(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
+        rows = [(kind, key, value) for key, value in items]
+        self._insert(f"{len(rows)} analyses", "INSERT OR IGNORE INTO analyses VALUES (?, ?, ?)", rows)
 
 
 def embed_cached(

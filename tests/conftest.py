@@ -18,11 +18,29 @@ def data_root() -> Path | None:
     return root if root.is_dir() else None
 
 
+# The longest modules on a fresh clone (empty vector cache), longest first, from `--durations`
+# (docs/decisions.md, "Test time"): each embeds a large real store into the cold cache.
+LONGEST_FIRST = (
+    "tests/integration/test_supersession.py",
+    "tests/integration/test_determinism.py",
+    "tests/harness/test_stages.py",
+    "tests/harness/test_answer_judge.py",
+    "tests/integration/test_store.py",
+)
+
+
+def _start_order(item: pytest.Item) -> tuple[int, int]:
+    path = item.nodeid.split("::")[0]
+    longest = LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+    return longest, item.get_closest_marker("slow") is None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules marked slow first, each in its own order. `make test` spreads whole files over the
-    cores (pytest-xdist, --dist=loadfile): the long files then start at once and the short ones
-    fill the workers at the end, instead of one long file running alone last."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The longest modules first, then the other slow ones, each in its own order. `make test`
+    spreads whole files over the cores (pytest-xdist, --dist=loadfile): the long files then start
+    at once and the short ones fill the workers at the end, instead of one long file running alone
+    last."""
+    items.sort(key=_start_order)
 
 
 @pytest.fixture(scope="session")

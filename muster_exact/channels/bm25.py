@@ -1,30 +1,159 @@
-"""BM25 over unit texts: rank-bm25's Okapi (its defaults) over one lexical analyser's terms."""
+"""BM25 over unit texts: Okapi BM25 as rank-bm25 0.2.2 computes it (its defaults), vectorised.
+
+rank-bm25 scores every unit in Python for every query term. Here the index is
+a posting list per term in numpy, so a query touches only the units that hold
+its terms, and a unit's terms are analysed once per text (a :class:`Memo`
+carries them to the next build of a growing store).
+
+The figures are rank-bm25's, float for float (tests/unit/test_bm25.py holds
+them equal on every benchmark store):
+
+* idf = log(N - df + 0.5) - log(df + 0.5), each log by ``math.log``;
+* a negative idf is floored at epsilon x the mean idf, the mean summed term
+  by term in the order rank-bm25 sums it (terms by first appearance);
+* a term's share is idf * tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)),
+  evaluated in the same order, and a query's terms add up in query order
+  (a repeated query term counts again, as there).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from muster_exact.channels import Proposals, Recent, top_k
 from muster_exact.lexical import analyser
+from muster_exact.memo import Codec, Memo
 from muster_exact.models import require
+
+if TYPE_CHECKING:
+    import numpy as np
+
+K1, B, EPSILON = 1.5, 0.75, 0.25
+# rank-bm25 divides by the mean length: an empty text is one token no query can hold.
+EMPTY = "\x00"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One text's terms: ids in order of first appearance, and how often each occurs."""
+
+    ids: np.ndarray
+    tf: np.ndarray
+    length: int
+
+
+class Vocabulary:
+    """Term -> id, growing. Ids are never reused, so documents analysed for an earlier build stay
+    valid; nothing computed depends on which ids a term got (see :class:`BM25Index`)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._terms: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def get(self, term: str) -> int | None:
+        return self._ids.get(term)
+
+    def document(self, terms: Sequence[str]) -> Document:
+        counts: dict[str, int] = {}
+        for term in terms:  # a dict keeps first-appearance order, as rank-bm25's does
+            counts[term] = counts.get(term, 0) + 1
+        return self._counted(list(counts), list(counts.values()), len(terms))
+
+    def _counted(self, terms: list[str], counts: list[int], length: int) -> Document:
+        np = require("numpy")
+        ids, known = self._ids, self._terms
+        for term in terms:
+            if term not in ids:
+                ids[term] = len(known)
+                known.append(term)
+        return Document(
+            np.array([ids[t] for t in terms], dtype=np.int64), np.array(counts, dtype=np.int64), length
+        )
+
+    def codec(self) -> Codec[Document]:
+        """A document as the store file keeps it: its terms by name (ids are this process's)."""
+        return Codec(
+            lambda d: [[self._terms[i] for i in d.ids.tolist()], d.tf.tolist(), d.length],
+            lambda v: self._counted(list(v[0]), list(v[1]), int(v[2])),
+        )
+
+
+class BM25Index:
+    """Posting lists over documents, with rank-bm25's idf and length normalisation."""
+
+    def __init__(self, documents: Sequence[Document], vocabulary_size: int) -> None:
+        np = require("numpy")
+        n = len(documents)
+        self.size = n
+        if n == 0:
+            self._idf = np.zeros(vocabulary_size)
+            self._start = np.zeros(vocabulary_size + 1, dtype=np.int64)
+            self._rows = self._tf = np.zeros(0, dtype=np.int64)
+            self._norm = np.zeros(0)
+            return
+        lengths = np.array([d.length for d in documents], dtype=np.int64)
+        terms = np.concatenate([d.ids for d in documents])
+        tf = np.concatenate([d.tf for d in documents])
+        rows = np.repeat(np.arange(n, dtype=np.int64), [len(d.ids) for d in documents])
+        df = np.bincount(terms, minlength=vocabulary_size)
+        present, first = np.unique(terms, return_index=True)
+        # log(k + 0.5) for every count k a term can have: each by math.log, as rank-bm25.
+        log_half = np.array([math.log(k + 0.5) for k in range(n + 1)])
+        idf = np.zeros(vocabulary_size)
+        idf[present] = log_half[n - df[present]] - log_half[df[present]]
+        # The mean idf summed one term after another in order of first appearance (accumulate
+        # adds left to right): the same float as rank-bm25's running sum.
+        in_order = present[np.argsort(first, kind="stable")]
+        average = float(np.add.accumulate(idf[in_order])[-1]) / len(present)
+        negative = present[idf[present] < 0]
+        idf[negative] = EPSILON * average
+        self._idf = idf
+        order = np.argsort(terms, kind="stable")  # per term, its documents in stored order
+        self._rows, self._tf = rows[order], tf[order]
+        self._start = np.concatenate(([0], np.cumsum(df)))
+        avgdl = int(lengths.sum()) / n
+        self._norm = K1 * (1 - B + B * lengths / avgdl)
+
+    def scores(self, term_ids: Sequence[int | None]) -> np.ndarray:
+        """Every document's score for a query's terms (None: a term no document holds)."""
+        np = require("numpy")
+        score = np.zeros(self.size)
+        for term in term_ids:
+            if term is None or term >= len(self._idf):
+                continue
+            begin, end = self._start[term], self._start[term + 1]
+            if begin == end:
+                continue
+            rows, tf = self._rows[begin:end], self._tf[begin:end]
+            score[rows] += self._idf[term] * (tf * (K1 + 1) / (tf + self._norm[rows]))
+        return score  # type: ignore[no-any-return]
 
 
 class BM25Channel:
     name = "bm25"
 
-    def __init__(self, texts: Sequence[str], analyser_name: str = "words") -> None:
-        rank_bm25 = require("rank_bm25")
+    def __init__(self, texts: Sequence[str], analyser_name: str = "words", memo: Memo | None = None) -> None:
         self.analyser = analyser_name
         self._terms = analyser(analyser_name)
-        # rank-bm25 divides by the mean length; an all-empty corpus gets one dummy token.
-        corpus = [self._terms(t) or ["\x00"] for t in texts]
-        self._index = rank_bm25.BM25Okapi(corpus)
+        memo = memo if memo is not None else Memo()
+        self._vocabulary = memo.shared(f"bm25-vocabulary:{analyser_name}", Vocabulary)
+        documents = memo.many(f"bm25:{analyser_name}", texts, self._documents, self._vocabulary.codec())
+        self._index = BM25Index(documents, len(self._vocabulary))
         self._proposed: Recent[Proposals] = Recent()
+
+    def _documents(self, texts: Sequence[str]) -> list[Document]:
+        return [self._vocabulary.document(self._terms(t) or [EMPTY]) for t in texts]
 
     def scores(self, query: str) -> object:
         """Every unit's BM25 score for ``query`` (an array), or None when the query has no terms."""
         terms = self._terms(query)
-        return self._index.get_scores(terms) if terms else None
+        return self._index.scores([self._vocabulary.get(t) for t in terms]) if terms else None
 
     def propose(self, query: str, k: int) -> Proposals:
         return self._proposed.get((query, k), lambda: self._propose(query, k))

@@ -49,17 +49,21 @@ class GraphChannel:
         self._entity_id = {e: i for i, e in enumerate(vocabulary)}
         self.vocabulary = frozenset(vocabulary)
         self._unit_entities = [sorted(self._entity_id[e] for e in ents) for ents in unit_entities]
-        edges = sorted(
-            {
-                (p, e)
-                for p, members in enumerate(self._parents)
-                for u in members
-                for e in self._unit_entities[u]
-            }
-        )
-        self._edge_parent = np.array([p for p, _ in edges], dtype=np.int64)
-        self._edge_entity = np.array([e for _, e in edges], dtype=np.int64)
         n_parents, n_entities = len(self._parents), len(vocabulary)
+        # Edges: each (parent, entity) pair once, sorted by parent then entity.
+        parent_of_unit = np.full(len(unit_entities), -1, dtype=np.int64)
+        for p, members in enumerate(self._parents):
+            parent_of_unit[list(members)] = p
+        mentions = np.fromiter(
+            (e for ents in self._unit_entities for e in ents),
+            dtype=np.int64,
+            count=sum(map(len, unit_entities)),
+        )
+        mention_parent = np.repeat(parent_of_unit, [len(ents) for ents in self._unit_entities])
+        in_parent = mention_parent >= 0  # a unit outside every parent links nothing
+        edges = np.unique(mention_parent[in_parent] * max(n_entities, 1) + mentions[in_parent])
+        self._edge_parent = edges // max(n_entities, 1)
+        self._edge_entity = edges % max(n_entities, 1)
         df = np.bincount(self._edge_entity, minlength=n_entities).astype(np.float64)
         # idf = log(P / df): an entity in every parent (a speaker's name in every
         # turn header) says nothing about where to look and weighs nothing.

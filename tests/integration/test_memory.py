@@ -125,7 +125,7 @@ def test_cli_query_and_errors(tmp_path) -> None:
 
 def test_missing_extra_names_the_install() -> None:
     code = (
-        "import sys; sys.modules['rank_bm25'] = None\n"
+        "import sys; sys.modules['Stemmer'] = None\n"
         "from muster_exact.memory import build\n"
         "from muster_exact.models import MissingExtra\n"
         "try:\n    build(['a note'], models='cpu-small', cache=False)\n"

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -74,10 +75,19 @@ def beam_records(limit: int) -> tuple[list[dict], list[str]]:
     return records[:limit], questions
 
 
+def branch_changing_records() -> tuple[list, list[str]]:
+    """40 numbered fact lines, then 60 LoCoMo turns: a store that starts as a numbered log and
+    becomes a record store as it grows (and regroups its parents on the way)."""
+    facts, _ = fact_records(40)
+    turns, questions = locomo_records(60)
+    return [*facts, *turns], questions
+
+
 KINDS = {
     "locomo": lambda: locomo_records(90),
     "facts": lambda: fact_records(120),
     "beam": lambda: beam_records(40),
+    "branch": branch_changing_records,
 }
 
 
@@ -101,7 +111,7 @@ def test_a_store_grown_by_adds_reads_like_a_fresh_build(kind: str, shared_store:
     counter = iter(range(10_000))
 
     @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(cuts=splits(len(records)), reads=st.lists(st.integers(0, 6), max_size=2))
+    @given(cuts=splits(len(records)), reads=st.lists(st.integers(0, 6), max_size=4))
     def check(cuts: list[int], reads: list[int]) -> None:
         namespace = f"{kind}-{next(counter)}"
         bounds = [0, *cuts, len(records)]
@@ -144,7 +154,9 @@ def test_adding_one_record_embeds_only_the_pieces_that_changed(tmp_path: Path) -
         from muster_exact.store import Store
         with Store.open({str(path)!r}, models={MODELS!r}) as store:
             text = store.context({questions[0]!r}).text
-            print(json.dumps({{"embedded": store.embedded, "text": text}}))
+            memo = store.memo
+            print(json.dumps({{"embedded": store.embedded, "text": text,
+                              "computed": sum(memo.computed.values()), "loaded": sum(memo.loaded.values())}}))
         """
     )
     out = subprocess.run(
@@ -152,7 +164,32 @@ def test_adding_one_record_embeds_only_the_pieces_that_changed(tmp_path: Path) -
     )
     assert out.returncode == 0, out.stderr[-2000:]
     reply = json.loads(out.stdout.splitlines()[-1])
-    assert reply == {"embedded": 0, "text": first}
+    # Nothing embedded, and no record counted, no unit indexed or linked again: every analysis
+    # (counts, BM25 terms, entities, word pieces) is read from the file.
+    assert reply["embedded"] == 0 and reply["text"] == first
+    assert reply["computed"] == 0 and reply["loaded"] > len(records), reply
+
+
+def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(tmp_path: Path) -> None:
+    records, questions = locomo_records()
+    with Store.open(tmp_path / "grow.muster", models=MODELS) as store:
+        store.add(records[:-1])
+        store.context(questions[0])
+        before = set(store.memory().unit_texts)
+        first = Counter(store.memo.computed)
+        # A first read analyses every record and every unit.
+        assert first["tokens"] >= len(records) - 1
+        assert first["bm25:standard"] == first["entities"] == len(before) >= 40
+        store.add(records[-1])
+        store.context(questions[0])
+        again = Counter(store.memo.computed) - first
+        changed = set(store.memory().unit_texts) - before
+        # The new record is counted, and only the units that changed (the tail that now holds
+        # it) are indexed, linked and embedded again: not the store.
+        assert again["tokens"] == 1, again
+        assert again["bm25:standard"] == again["entities"] == len(changed) == 1, again
+        assert sum(n for kind, n in again.items() if kind.startswith("window:")) <= 2, again
+        assert 1 <= store.embedded <= 2, again
 
 
 # --- idempotency ---------------------------------------------------------------------
@@ -413,13 +450,37 @@ def test_an_older_schema_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest
     path = tmp_path / "old.muster"
     with Store.open(path) as store:
         store.add("kept across the migration")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store_module, "MIGRATIONS", {1: "CREATE TABLE notes (note TEXT)"})
+    current = store_module.SCHEMA_VERSION
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", current + 1)
+    migrations = {**store_module.MIGRATIONS, current: "CREATE TABLE notes (note TEXT)"}
+    monkeypatch.setattr(store_module, "MIGRATIONS", migrations)
     with Store.open(path) as store:
         assert [r["text"] for r in store.records()] == ["kept across the migration"]
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(current + 1),)
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'notes'").fetchone() == ("notes",)
+
+
+def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path: Path) -> None:
+    """Schema 1 is schema 2 without ``analyses``: such a file opens, migrates, and reads the same."""
+    path = tmp_path / "v1.muster"
+    records, questions = locomo_records(40)
+    with Store.open(path, models=MODELS) as store:
+        store.add(records)
+        expected = store.context(questions[0]).text
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("DROP TABLE analyses")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+    with Store.open(path, models=MODELS) as store:
+        assert store.context(questions[0]).text == expected
+        assert store.embedded == 0 and sum(store.memo.computed.values()) > 0  # analysed once more
+    with Store.open(path, models=MODELS) as store:
+        assert store.context(questions[0]).text == expected
+        assert sum(store.memo.computed.values()) == 0  # and from then on read from the file
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
 
 
 # --- cross-encoder scores -----------------------------------------------------------------------------

@@ -134,3 +134,24 @@ def test_a_delete_without_readers_erases_at_once(tmp_path: Path) -> None:
         assert store.delete(["secret"]).deleted == ("secret",)
         assert store.pending_erasures() == 0
         assert traces(path) == []
+
+
+def test_a_delete_after_a_read_leaves_no_term_entity_or_count_of_the_text(tmp_path: Path) -> None:
+    """A read keeps per-text analyses in the file (BM25 terms, entities, counts): a delete takes
+    those of the deleted text too, and the next process finds nothing of it."""
+    path = tmp_path / "read.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add([f"Note {i}: the plants on shelf {i} need water on Mondays." for i in range(12)])
+        store.add({"id": "secret", "text": CANARY})
+        assert "OKAPI" in store.context("What is the locker code?").text
+        # Its analyses are in the file: the entity as extracted, the BM25 terms as analysed.
+        assert traces(path) and _traces_of(path, "okapi")
+        store.delete(["secret"])
+    assert traces(path) == [] and _traces_of(path, "okapi") == [] and _traces_of(path, "55190") == []
+
+
+def _traces_of(path: Path, needle: str) -> list[str]:
+    found = subprocess.run(
+        [sys.executable, "-c", _GREP, str(path), needle], capture_output=True, text=True, check=True
+    )
+    return found.stdout.split()

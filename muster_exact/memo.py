@@ -1,0 +1,138 @@
+"""What a build computes per text, kept for the next build of a growing store.
+
+Every value kept here is a pure function of one text (its token count, its
+BM25 terms, its entities, its size in the embedder's word pieces), so a
+build that takes a value from a :class:`Memo` builds exactly what a fresh
+build computes, and only texts never seen before cost work: after one
+``Store.add`` the next read analyses the new record and the units it
+changed, not the store. ``computed`` counts, per kind, the texts that were
+analysed rather than found (what the growth tests count).
+
+A memo may be backed by an :class:`~muster_exact.vectors.AnalysisCache` in
+the store file: a value not in memory is read from there (by the SHA-256 of
+its text) before it is computed, and a computed one is written there, so a
+new process opening a store analyses nothing it analysed before (``loaded``
+counts those reads). Only kinds given a :class:`Codec` are kept in the file.
+
+A memo holds one store's worth: :meth:`Memo.settle`, called at the end of a
+build, drops every value that build did not use, so deleted or re-cut text
+does not linger. A :class:`~muster_exact.store.Store` keeps one per
+namespace and starts a new one when records are deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from muster_exact.vectors import AnalysisCache
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Codec(Generic[T]):
+    """How a kind of value is written to the store file: as JSON-ready data and back."""
+
+    dump: Callable[[T], Any]
+    load: Callable[[Any], T]
+
+
+COUNT: Codec[int] = Codec(int, int)
+
+
+class Memo:
+    def __init__(self, backing: AnalysisCache | None = None) -> None:
+        self.backing = backing
+        self._tables: dict[str, dict[str, Any]] = {}
+        self._used: dict[str, set[str]] = {}
+        self._shared: dict[str, Any] = {}
+        self.computed: Counter[str] = Counter()
+        self.loaded: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def many(
+        self,
+        kind: str,
+        keys: Sequence[str],
+        compute: Callable[[list[str]], Sequence[T]],
+        codec: Codec[T] | None = None,
+    ) -> list[T]:
+        """The value of each key (a text): kept, else read from the backing file, else computed
+        (the missing ones in one call of ``compute``)."""
+        with self._lock:
+            table = self._tables.setdefault(kind, {})
+            used = self._used.setdefault(kind, set())
+            missing = list(dict.fromkeys(k for k in keys if k not in table))
+        if missing and codec is not None and self.backing is not None:
+            missing = self._load(kind, missing, codec, table)
+        if missing:
+            values = compute(missing)
+            with self._lock:
+                table.update(zip(missing, values, strict=True))
+                self.computed[kind] += len(missing)
+            if codec is not None and self.backing is not None:
+                rows = [(_key(k), json.dumps(codec.dump(v))) for k, v in zip(missing, values, strict=True)]
+                self.backing.put(kind, rows)
+        with self._lock:
+            used.update(keys)
+            return [table[k] for k in keys]
+
+    def _load(self, kind: str, missing: list[str], codec: Codec[T], table: dict[str, Any]) -> list[str]:
+        """Read what the file holds into ``table``; return the keys still missing."""
+        assert self.backing is not None
+        hashes = [_key(k) for k in missing]
+        stored = self.backing.get(kind, hashes)
+        left = []
+        with self._lock:
+            for key, sha in zip(missing, hashes, strict=True):
+                if sha in stored:
+                    table[key] = codec.load(json.loads(stored[sha]))
+                    self.loaded[kind] += 1
+                else:
+                    left.append(key)
+        return left
+
+    def found_elsewhere(self, kind: str, count: int) -> None:
+        """``count`` of the values just asked for were read from another file (the vector cache),
+        not computed: counted as loaded."""
+        with self._lock:
+            self.loaded[kind] += count
+            self.computed[kind] -= count
+
+    def tokens(self, texts: Sequence[str]) -> list[int]:
+        """cl100k token counts (``tokens.count_many``), each text counted once."""
+        from muster_exact import tokens
+
+        return self.many("tokens", texts, tokens.count_many, COUNT)
+
+    def shared(self, name: str, make: Callable[[], T]) -> T:
+        """One object that the kept values depend on (a vocabulary their ids refer to)."""
+        with self._lock:
+            if name not in self._shared:
+                self._shared[name] = make()
+            return self._shared[name]  # type: ignore[no-any-return]
+
+    def settle(self) -> None:
+        """Keep only what the build just finished used."""
+        with self._lock:
+            for kind, table in self._tables.items():
+                used = self._used.get(kind, set())
+                for key in [k for k in table if k not in used]:
+                    del table[key]
+            self._used = {}
+
+    def sizes(self) -> dict[str, int]:
+        with self._lock:
+            return {kind: len(table) for kind, table in self._tables.items()}
+
+
+def _key(text: str) -> str:
+    from muster_exact.vectors import text_key
+
+    return text_key(text)

@@ -1,0 +1,82 @@
+"""The vectorised BM25 gives rank-bm25's scores, float for float, and so its rankings.
+
+rank-bm25 is the reference the paper's method names; the channel no longer
+calls it (it scored every unit in Python per query term). Checked on random
+corpora (terms in more than half the documents, so negative idfs and their
+floor; empty documents; repeated query terms) and on the unit texts of
+every benchmark store in ../shared/data with its own questions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rank_bm25
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from muster_exact import analyse
+from muster_exact.channels import pool_size, top_k
+from muster_exact.channels.bm25 import EMPTY, BM25Channel
+from muster_exact.corpora import find_stores
+from muster_exact.lexical import ANALYSERS, analyser
+from muster_exact.memo import Memo
+from muster_exact.memory import unit_texts
+
+WORDS = st.sampled_from("alpha beta gamma delta the a caroline melanie 2023 may".split())
+DOCUMENT = st.lists(WORDS, max_size=12).map(" ".join)
+
+
+def _reference(texts: list[str], name: str) -> tuple[rank_bm25.BM25Okapi, object]:
+    terms = analyser(name)
+    return rank_bm25.BM25Okapi([terms(t) or [EMPTY] for t in texts]), terms
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(DOCUMENT, min_size=1, max_size=15), st.lists(DOCUMENT, min_size=1, max_size=4))
+def test_scores_equal_rank_bm25_exactly_on_random_corpora(texts: list[str], queries: list[str]) -> None:
+    channel = BM25Channel(texts, "words")
+    reference, terms = _reference(texts, "words")
+    for query in queries:
+        query_terms = terms(query)  # type: ignore[operator]
+        if not query_terms:
+            assert channel.scores(query) is None
+            continue
+        expected = reference.get_scores(query_terms)
+        assert np.array_equal(channel.scores(query), expected), (texts, query)
+
+
+def test_a_memo_carried_between_builds_changes_no_score() -> None:
+    """Documents analysed for an earlier build (their term ids from a grown vocabulary) score as a
+    fresh index scores them."""
+    memo = Memo()
+    first = ["Caroline went to the support group.", "Melanie paints sunsets.", "the the the"]
+    BM25Channel(first, "standard", memo)
+    grown = [first[1], "A new record about Caroline and sunsets.", first[2], first[0]]
+    carried, fresh = BM25Channel(grown, "standard", memo), BM25Channel(grown, "standard")
+    assert memo.computed["bm25:standard"] == 4  # three texts, then only the new one
+    for query in ("Caroline sunsets", "the group", "paints paints"):
+        assert np.array_equal(carried.scores(query), fresh.scores(query))  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_scores_and_rankings_equal_rank_bm25_on_every_benchmark_store(data: Path) -> None:
+    stores = 0
+    for store in find_stores(data):
+        texts = unit_texts(analyse(store.source).cut)
+        questions = [q.text for q in store.questions[:10]] or ["What happened in May 2023?"]
+        for name in ANALYSERS:
+            channel = BM25Channel(texts, name)
+            reference, terms = _reference(texts, name)
+            for question in questions:
+                query_terms = terms(question)  # type: ignore[operator]
+                if not query_terms:
+                    continue
+                expected, got = reference.get_scores(query_terms), channel.scores(question)
+                assert np.array_equal(got, expected), (store.name, name, question)
+                k = pool_size(40)
+                assert top_k(got, k, positive_only=True) == top_k(expected, k, positive_only=True)
+        stores += 1
+    assert stores == 47
