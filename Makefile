@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 install: $(STAMP)  ## venv: the library with its model extras, dev tools, the tokenizer file
 
 test: install  ## the test suite (unit, integration, properties)
-	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
+	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
 
 check: install  ## lint, format check and types
 	$(BIN)/ruff check muster_exact harness scripts tests examples

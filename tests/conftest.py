@@ -18,14 +18,20 @@ def data_root() -> Path | None:
     return root if root.is_dir() else None
 
 
-# The longest modules on a fresh clone (empty vector cache), longest first, from `--durations`
-# (docs/decisions.md, "Test time"): each embeds a large real store into the cold cache.
+# The longest modules on a fresh clone (empty vector cache), longest first: their time in a
+# `make test` of a fresh clone (`--durations`, docs/decisions.md "Test time"). `make test` keeps
+# this order (--no-loadscope-reorder; xdist would otherwise start the files with the most tests).
 LONGEST_FIRST = (
-    "tests/integration/test_supersession.py",
-    "tests/integration/test_determinism.py",
     "tests/harness/test_stages.py",
     "tests/harness/test_answer_judge.py",
+    "tests/integration/test_supersession.py",
     "tests/integration/test_store.py",
+    "tests/integration/test_determinism.py",
+    "tests/integration/test_memory.py",
+    "tests/harness/test_verify_contexts.py",
+    "tests/serve/test_http.py",
+    "tests/unit/test_bm25.py",
+    "tests/harness/test_run_files.py",
 )
 
 
@@ -37,9 +43,9 @@ def _start_order(item: pytest.Item) -> tuple[int, int]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest modules first, then the other slow ones, each in its own order. `make test`
-    spreads whole files over the cores (pytest-xdist, --dist=loadfile): the long files then start
-    at once and the short ones fill the workers at the end, instead of one long file running alone
-    last."""
+    spreads whole files over the cores (pytest-xdist, --dist=loadfile) in this order: each core
+    takes the next longest file when it is free, and the short ones fill the cores at the end,
+    instead of one long file running alone last."""
     items.sort(key=_start_order)
 
 
