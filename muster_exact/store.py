@@ -10,10 +10,11 @@
   original result and writes nothing (retries are safe, also from two
   processes at once: writers are serialised by SQLite).
 * The next read re-derives the plan over all records and builds exactly what
-  a fresh :func:`muster_exact.build` of the same records builds; unit vectors
-  and cross-encoder scores live in the same file, keyed by model and text
-  SHA-256, so only unit texts never seen before are embedded, in this process
-  or any later one.
+  a fresh :func:`muster_exact.build` of the same records builds. Per-text work
+  (token counts, BM25 terms, entities, word pieces: :mod:`muster_exact.memo`),
+  unit vectors and cross-encoder scores are kept in the same file, keyed by
+  text SHA-256, so only texts never seen before are analysed or embedded, in
+  this process or any later one.
 * ``delete`` removes records and every cached trace of them: vectors and
   scores of units that no longer exist are dropped, deleted pages are zeroed
   (``secure_delete``) and the write-ahead log is copied into the file and
