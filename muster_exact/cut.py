@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from muster_exact import sentences, serials, slots
 from muster_exact.detect import Line, lines_of
-from muster_exact.memo import Codec, Memo
+from muster_exact.memo import Codec, Memo, counts
 from muster_exact.plan import Branch
 from muster_exact.records import Source
 
@@ -137,8 +137,8 @@ def cut(
 # A record's pieces as the memo keeps them: (start, end, tokens, cut at token boundaries), offsets
 # within the record.
 PIECES: Codec[list[tuple[int, int, int, bool]]] = Codec(
-    lambda pieces: [list(p) for p in pieces],
-    lambda rows: [(int(a), int(b), int(m), bool(c)) for a, b, m, c in rows],
+    lambda pieces: [[a, b, m, int(c)] for a, b, m, c in pieces],
+    lambda rows: [(a, b, m, bool(c)) for a, b, m, c in (counts(row) for row in rows)],
 )
 
 

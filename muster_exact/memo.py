@@ -23,6 +23,7 @@ namespace and starts a new one when records are deleted.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from muster_exact.vectors import AnalysisCache
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,27 @@ class Codec(Generic[T]):
     load: Callable[[Any], T]
 
 
-COUNT: Codec[int] = Codec(int, int)
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+    return value
+
+
+def strings(value: Any) -> list[str]:
+    """A JSON list of strings, or ValueError (what the codecs accept from the file)."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("not a list of strings")
+    return value
+
+
+def counts(value: Any) -> list[int]:
+    """A JSON list of counts, or ValueError."""
+    if not isinstance(value, list):
+        raise ValueError("not a list of counts")
+    return [_count(item) for item in value]
+
+
+COUNT: Codec[int] = Codec(int, _count)
 
 
 class Memo:
@@ -92,7 +114,19 @@ class Memo:
         with self._lock:
             for key, sha in zip(missing, hashes, strict=True):
                 if sha in stored:
-                    table[key] = codec.load(json.loads(stored[sha]))
+                    try:
+                        table[key] = codec.load(json.loads(stored[sha]))
+                    except (ValueError, TypeError, KeyError, IndexError) as exc:
+                        # The file is input like any other: a damaged row costs a recomputation
+                        # (and is written again), never an answer.
+                        log.warning(
+                            "analysis %s/%s in the store file is unreadable (%s); recomputed",
+                            kind,
+                            sha[:12],
+                            exc,
+                        )
+                        left.append(key)
+                        continue
                     self.loaded[kind] += 1
                 else:
                     left.append(key)

@@ -27,7 +27,7 @@ from muster_exact.channels.graph import POLICIES, GraphChannel
 from muster_exact.cut import Cut
 from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, analyse
 from muster_exact.errors import InputError
-from muster_exact.memo import COUNT, Codec, Memo
+from muster_exact.memo import COUNT, Codec, Memo, counts, strings
 from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
 from muster_exact.pieces import Pieces, WindowLike, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
@@ -39,9 +39,9 @@ from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_ca
 log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 20_000
-ENTITIES: Codec[frozenset[str]] = Codec(sorted, frozenset)
+ENTITIES: Codec[frozenset[str]] = Codec(sorted, lambda v: frozenset(strings(v)))
 SPANS: Codec[list[tuple[int, int]]] = Codec(
-    lambda s: [list(x) for x in s], lambda v: [(int(a), int(b)) for a, b in v]
+    lambda s: [list(x) for x in s], lambda v: [(a, b) for a, b in (counts(pair) for pair in v)]
 )
 DEFAULT_MODELS_ENV = "MUSTER_MODELS"
 

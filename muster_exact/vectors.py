@@ -195,7 +195,9 @@ class AnalysisCache(_Table):
 
     def put(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
         rows = [(kind, key, value) for key, value in items]
-        self._insert(f"{len(rows)} analyses", "INSERT OR IGNORE INTO analyses VALUES (?, ?, ?)", rows)
+        # REPLACE: a value is a function of its text, so a row written again (one that could not
+        # be read) is only ever replaced by the same value.
+        self._insert(f"{len(rows)} analyses", "INSERT OR REPLACE INTO analyses VALUES (?, ?, ?)", rows)
 
 
 def embed_cached(

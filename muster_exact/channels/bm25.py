@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from muster_exact.channels import Proposals, Recent, top_k
 from muster_exact.lexical import analyser
-from muster_exact.memo import Codec, Memo
+from muster_exact.memo import Codec, Memo, counts, strings
 from muster_exact.models import require
 
 if TYPE_CHECKING:
@@ -76,11 +76,18 @@ class Vocabulary:
             np.array([ids[t] for t in terms], dtype=np.int64), np.array(counts, dtype=np.int64), length
         )
 
+    def _stored(self, value: Any) -> Document:
+        """A document read back from the store file, checked (a damaged row is recomputed)."""
+        terms, tf, (length,) = strings(value[0]), counts(value[1]), counts([value[2]])
+        if len(terms) != len(tf) or len(set(terms)) != len(terms) or 0 in tf or sum(tf) != length:
+            raise ValueError("terms, counts and length do not agree")
+        return self._counted(terms, tf, length)
+
     def codec(self) -> Codec[Document]:
         """A document as the store file keeps it: its terms by name (ids are this process's)."""
         return Codec(
             lambda d: [[self._terms[i] for i in d.ids.tolist()], d.tf.tolist(), d.length],
-            lambda v: self._counted(list(v[0]), list(v[1]), int(v[2])),
+            self._stored,
         )
 
 

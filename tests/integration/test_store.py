@@ -461,6 +461,30 @@ def test_an_older_schema_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'notes'").fetchone() == ("notes",)
 
 
+def test_a_damaged_analysis_in_the_file_is_recomputed_not_an_error(tmp_path: Path) -> None:
+    """The store file is input: rows of ``analyses`` that are not JSON, or not the right shape,
+    cost a recomputation (written back), never a traceback or a different answer."""
+    path = tmp_path / "damaged.muster"
+    records, questions = locomo_records(60)
+    with Store.open(path, models=MODELS) as store:
+        store.add(records)
+        expected = store.context(questions[0]).text
+    damage = ["{not json", '"text"', "[1, 2", '[["a", "a"], [1, 1], 2]', "-1", "[[1, true]]", "null"]
+    db = sqlite3.connect(path)
+    with db:
+        kinds = [kind for (kind,) in db.execute("SELECT DISTINCT kind FROM analyses ORDER BY kind")]
+        assert len(kinds) >= 4, kinds
+        for kind, bad in zip(kinds, itertools.cycle(damage)):
+            db.execute("UPDATE analyses SET value = ? WHERE kind = ?", (bad, kind))
+    db.close()
+    with Store.open(path, models=MODELS) as store:
+        assert store.context(questions[0]).text == expected
+        assert sum(store.memo.computed.values()) > 0
+    with Store.open(path, models=MODELS) as store:
+        assert store.context(questions[0]).text == expected
+        assert sum(store.memo.computed.values()) == 0  # the damaged rows were written again
+
+
 def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path: Path) -> None:
     """Schema 1 is schema 2 without ``analyses``: such a file opens, migrates, and reads the same."""
     path = tmp_path / "v1.muster"
