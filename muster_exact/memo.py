@@ -161,10 +161,6 @@ class Memo:
                     del table[key]
             self._used = {}
 
-    def sizes(self) -> dict[str, int]:
-        with self._lock:
-            return {kind: len(table) for kind, table in self._tables.items()}
-
 
 def _key(text: str) -> str:
     from muster_exact.vectors import text_key

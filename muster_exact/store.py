@@ -722,28 +722,24 @@ class Store:
         return self._caches[:2]  # type: ignore[no-any-return]
 
     def _remember_units(self, memory: Memory) -> None:
-        """Which texts this namespace uses now: what ``delete`` keeps in the caches. Only the
-        change is written (after an add: the new record's and its units' keys)."""
-        keys = set(_live_keys(memory.cut, memory.pieces.texts))
+        """Which texts this namespace uses now: what ``delete`` keeps in the caches."""
+        self._replace_unit_keys(_live_keys(memory.cut, memory.pieces.texts))
+
+    def _replace_unit_keys(self, keys: list[str]) -> None:
+        """Only the change is written (after an add: the new record's and its units' keys)."""
+        wanted = set(keys)
         rows = self._db.execute("SELECT sha256 FROM unit_keys WHERE namespace = ?", (self.namespace,))
         known = {row[0] for row in rows}
-        if keys == known:
+        if wanted == known:
             return
         with _transaction(self._db):
             self._db.executemany(
                 "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
-                [(self.namespace, k) for k in sorted(known - keys)],
+                [(self.namespace, k) for k in sorted(known - wanted)],
             )
             self._db.executemany(
                 "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
-                [(self.namespace, k) for k in sorted(keys - known)],
-            )
-
-    def _replace_unit_keys(self, keys: list[str]) -> None:
-        with _transaction(self._db):
-            self._db.execute("DELETE FROM unit_keys WHERE namespace = ?", (self.namespace,))
-            self._db.executemany(
-                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
+                [(self.namespace, k) for k in sorted(wanted - known)],
             )
 
     def _forget_units(self) -> tuple[int, int]:
