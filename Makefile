@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install test check reproduce bench fuzz clean
+.PHONY: help install test check reproduce bench bench-scale fuzz clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -49,6 +49,9 @@ bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_embed.py --data $(DATA) --out results/bench/embed.md
 	$(BIN)/python scripts/bench_store.py --data $(DATA) --out results/bench/store.md
 	$(BIN)/python scripts/bench_serve.py --data $(DATA) --out results/bench/serve.md
+
+bench-scale: install  ## 1M and 10M tokens end to end, hours on a CPU (results/bench/scale.md; not in bench)
+	$(BIN)/python scripts/bench_scale.py --data $(DATA) --out results/bench/scale.md
 
 fuzz: install  ## a few minutes of generated input against the real HTTP and MCP servers (results/bench/fuzz.md)
 	$(BIN)/python scripts/fuzz.py --out results/bench/fuzz.md

@@ -41,6 +41,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     checked_query(args.question)
     if args.store:
         store = _open_store(args)
+        store.progress = True  # shown only where stderr is a terminal
         memory = store.memory()
         # Read through the store: a failure of its file is then one typed line like every other.
         reader: Any = store
@@ -51,6 +52,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
             models=args.models,
             mode=args.mode,
             units=args.units,
+            progress=True,  # shown only where stderr is a terminal
         )
         reader = memory
     if args.explain:

@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from muster_exact import progress
+
 if TYPE_CHECKING:
     from muster_exact.vectors import AnalysisCache
 
@@ -84,9 +86,12 @@ class Memo:
         keys: Sequence[str],
         compute: Callable[[list[str]], Sequence[T]],
         codec: Codec[T] | None = None,
+        whole: bool = False,
     ) -> list[T]:
-        """The value of each key (a text): kept, else read from the backing file, else computed
-        (the missing ones in one call of ``compute``)."""
+        """The value of each key (a text): kept, else read from the backing file, else computed.
+
+        ``compute`` gets the missing keys in blocks when a progress bar is shown, else in one
+        call; ``whole``: always in one call (values that depend on the batch, such as vectors)."""
         with self._lock:
             table = self._tables.setdefault(kind, {})
             used = self._used.setdefault(kind, set())
@@ -94,7 +99,7 @@ class Memo:
         if missing and codec is not None and self.backing is not None:
             missing = self._load(kind, missing, codec, table)
         if missing:
-            values = compute(missing)
+            values = compute(missing) if whole else _computed(kind, missing, compute)
             with self._lock:
                 table.update(zip(missing, values, strict=True))
                 self.computed[kind] += len(missing)
@@ -160,6 +165,23 @@ class Memo:
                 for key in [k for k in table if k not in used]:
                     del table[key]
             self._used = {}
+
+
+def _computed(kind: str, missing: list[str], compute: Callable[[list[str]], Sequence[T]]) -> list[T]:
+    """``compute`` over ``missing``, in blocks under a progress bar when one is shown (each value
+    depends on its own text only, so the blocks give what one call gives)."""
+    shown = progress.bar(len(missing), kind)
+    if isinstance(shown, progress.Silent):
+        return list(compute(missing))
+    values: list[T] = []
+    try:
+        for at in range(0, len(missing), progress.CHUNK):
+            block = missing[at : at + progress.CHUNK]
+            values.extend(compute(block))
+            shown.update(len(block))
+    finally:
+        shown.close()
+    return values
 
 
 def _key(text: str) -> str:

@@ -31,6 +31,7 @@ from muster_exact.memo import COUNT, Codec, Memo, counts, strings
 from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
 from muster_exact.pieces import Pieces, WindowLike, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
+from muster_exact.progress import shown
 from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
 from muster_exact.rules import CHOICES, Rules, for_mode
 from muster_exact.select import scaled_floors, select
@@ -359,7 +360,7 @@ def _vectors(
         memo.found_elsewhere(kind, len(missing) - embedded)
         return list(matrix)
 
-    rows = memo.many(kind, texts, compute)
+    rows = memo.many(kind, texts, compute, whole=True)  # one call: the embedder's batches
     if not rows:
         return np.zeros((0, 0), dtype=np.float32), 0
     return np.vstack(rows), embedded
@@ -382,6 +383,7 @@ def build(
     scores: ScoreCache | None = None,
     rules: Rules | None = None,
     memo: Memo | None = None,
+    progress: bool = False,
 ) -> Memory:
     """Build a memory from text, records, a Path or a Source.
 
@@ -391,12 +393,14 @@ def build(
     file under $MUSTER_HOME; ``False``: memory only); ``scores`` caches
     cross-encoder scores (the Store keeps both in its file); ``rules`` (a
     :class:`~muster_exact.rules.Rules`) overrides the mode's retrieval rules; ``memo`` (a
-    :class:`~muster_exact.memo.Memo`) keeps per-text work for the next build of a growing store.
+    :class:`~muster_exact.memo.Memo`) keeps per-text work for the next build of a growing store;
+    ``progress``: bars on stderr for the long stages, where stderr is a terminal.
     """
-    plan, cut, chosen_models, timings = planned(
-        data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
-    )
-    memory = Memory(plan, cut, chosen_models, _cache(cache), timings, scores, memo=memo)
+    with shown(progress):
+        plan, cut, chosen_models, timings = planned(
+            data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
+        )
+        memory = Memory(plan, cut, chosen_models, _cache(cache), timings, scores, memo=memo)
     if memo is not None:
         memo.settle()
     return memory

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from muster_exact import progress
 from muster_exact.errors import InputError, MusterError, ResourceMissing
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ class SentenceTransformerEmbedder:
             batch_size=EMBED_BATCH,
             normalize_embeddings=True,
             convert_to_numpy=True,
-            show_progress_bar=False,
+            show_progress_bar=progress.enabled(),
         ).astype(np.float32)
         return _unsorted(vectors, order)
 

@@ -372,6 +372,7 @@ class Store:
         # Per-text work of the last build (muster_exact.memo): a read after an add analyses the
         # new records and the units they change, not the store. Started anew on delete.
         self.memo = Memo()
+        self.progress = False  # bars on stderr for a long rebuild, on a terminal (the CLI sets it)
 
     @property
     def read_only(self) -> bool:
@@ -669,7 +670,15 @@ class Store:
         from muster_exact.memory import build
 
         vectors, scores = self._open_caches()
-        memory = build(records, self.preset, self.models, cache=vectors, scores=scores, memo=self.memo)
+        memory = build(
+            records,
+            self.preset,
+            self.models,
+            cache=vectors,
+            scores=scores,
+            memo=self.memo,
+            progress=self.progress,
+        )
         self.embedded = memory.embedded
         if not self.read_only:
             self._remember_units(memory)
