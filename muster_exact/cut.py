@@ -24,8 +24,9 @@ import bisect
 import itertools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from muster_exact import sentences, serials, slots
+from muster_exact import sentences, serials, slots, tokens
 from muster_exact.detect import Line, lines_of
 from muster_exact.memo import Codec, Memo, counts
 from muster_exact.plan import Branch
@@ -35,9 +36,11 @@ PARENT_GROUP_START = 8
 MIN_PARENTS = 10
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """A retrievable span ``text[start:end]``; ``serial_span`` is cut for retrieval."""
+class Unit(NamedTuple):
+    """A retrievable span ``text[start:end]``; ``serial_span`` is cut for retrieval.
+
+    A named tuple, not a frozen dataclass: as immutable, and a third of the cost to make, which
+    counts on a numbered log (one unit per line; results/bench/derive.md)."""
 
     id: int
     start: int
@@ -155,8 +158,6 @@ def _relative_pieces(record_text: str, budget: int) -> list[tuple[int, int, int,
 def _record_pieces(text: str, start: int, end: int, n: int, record: int, budget: int) -> list[_Piece]:
     """A record within the budget whole; a longer one as its sentences, and a sentence still longer
     than the budget (no break to cut at) as its token windows."""
-    from muster_exact import tokens
-
     if n <= budget:
         return [_Piece(start, end, n, record)]
     spans = sentences.spans(text, start, end)
@@ -180,21 +181,22 @@ def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
     units: list[Unit] = []
     text = source.text
     oversize = split = 0
+    surely_short = budget // 4  # characters: a line this short is within the budget (no count)
     for line in lines:
         serial = serials.read(text, style, line.body_start)
-        slot = None
-        if serial is not None:
-            slot = slots.slot_of(text[serial.end : line.end])
-        spans = _line_spans(text, line, budget)
-        oversize += len(spans) > 1
-        split += any(cut_at_tokens for *_, cut_at_tokens in spans)
+        slot = None if serial is None else slots.slot_of(text[serial.end : line.end])
+        if line.end - line.start <= surely_short:
+            spans: list[tuple[int, int, int | None, bool]] = [(line.start, line.end, None, False)]
+        else:
+            spans = _line_spans(text, line, budget)
+            oversize += len(spans) > 1
+            split += any(cut_at_tokens for *_, cut_at_tokens in spans)
         for part, (start, end, n, _) in enumerate(spans):
             marked = serial if part == 0 else None
             part_slot = slot if part == 0 else None
             # An unmarked line, or one whose slot cannot be read, is its own fact.
-            if part_slot is not None and part_slot in parent_of_slot:
-                parent = parent_of_slot[part_slot]
-            else:
+            parent = parent_of_slot.get(part_slot, -1) if part_slot is not None else -1
+            if parent < 0:
                 parent = len(parents)
                 parents.append([])
                 if part_slot is not None:
@@ -220,8 +222,6 @@ def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
 def _line_spans(text: str, line: Line, budget: int) -> list[tuple[int, int, int | None, bool]]:
     """The line whole (tokens not counted: most lines are short), or its pieces packed into units:
     (start, end, tokens, whether a piece was cut at token boundaries)."""
-    from muster_exact import tokens
-
     body = text[line.start : line.end]
     # A token is at least one UTF-8 byte: a line of at most ``budget`` bytes fits.
     if len(body) <= budget // 4 or len(body.encode("utf-8")) <= budget:
@@ -255,8 +255,6 @@ def _token_windows(text: str, start: int, end: int, budget: int) -> list[tuple[i
     counted again on its own, as every other piece is, and shortened in the rare case its own
     encoding comes out longer than the budget. Together the windows are the span, verbatim.
     """
-    from muster_exact import tokens
-
     encoding = tokens.encoding()
     raw = text[start:end].encode("utf-8")
     ids = encoding.encode_ordinary(text[start:end])

@@ -20,6 +20,7 @@ import itertools
 import re
 import statistics
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from muster_exact import serials
 from muster_exact.memo import Memo
@@ -36,9 +37,9 @@ _LINE_START = re.compile(
 _NON_EMPTY_LINE = re.compile(r"^[^\S\n]*\S", re.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """A serial-bearing item: a non-empty line (text) or a record (records)."""
+class Line(NamedTuple):
+    """A serial-bearing item: a non-empty line (text) or a record (records). A named tuple, as
+    ``cut.Unit`` is: one per line of a numbered log."""
 
     start: int
     end: int

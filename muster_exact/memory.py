@@ -83,33 +83,11 @@ class Memory:
         self.timings = timings
         self.rules = rules or rules_of(plan)
         texts = unit_texts(cut)
-
-        started = time.perf_counter()
-        self._bm25 = BM25Channel(texts, self.rules.lexical, memo)
-        self.timings["bm25"] = time.perf_counter() - started
-
-        started = time.perf_counter()
-        found = memo.many(
-            "entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES
-        )
-        unit_entities = [
-            ents | {unit.slot} if unit.slot else ents for unit, ents in zip(cut.units, found, strict=True)
-        ]
-        policy = plan.retrieval.policy if plan.retrieval else "flrs"
-        self._graph = GraphChannel(
-            unit_entities,
-            [u.parent for u in cut.units],
-            cut.parents,
-            policy,  # type: ignore[arg-type]
-        )
-        self.timings["graph"] = time.perf_counter() - started
+        self._bm25, self._graph, self.pieces = indexes(plan, cut, models, self.rules, memo, self.timings)
 
         started = time.perf_counter()
         self._embedder = load_embedder(models.embedder)
         self.timings["load_models"] = time.perf_counter() - started
-        started = time.perf_counter()
-        self.pieces = embedding_pieces(cut, models, self.rules, memo)
-        self.timings["pieces"] = time.perf_counter() - started
         started = time.perf_counter()
         vectors, self.embedded = _vectors(
             self.pieces.texts, models.embedder.id, self._embedder.embed, cache, memo
@@ -243,6 +221,36 @@ class Memory:
         }
 
 
+def indexes(
+    plan: Plan, cut: Cut, models: Models, rules: Rules, memo: Memo, timings: dict[str, float]
+) -> tuple[BM25Channel, GraphChannel, Pieces]:
+    """The BM25 index, the entity graph over parents and the pieces to embed: every stage of a
+    build after the cut but the embedder (each stage's seconds added to ``timings``)."""
+    texts = unit_texts(cut)
+    started = time.perf_counter()
+    bm25 = BM25Channel(texts, rules.lexical, memo)
+    timings["bm25"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    found = memo.many("entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES)
+    unit_entities = [
+        ents | {unit.slot} if unit.slot else ents for unit, ents in zip(cut.units, found, strict=True)
+    ]
+    policy = plan.retrieval.policy if plan.retrieval else "flrs"
+    graph = GraphChannel(
+        unit_entities,
+        [u.parent for u in cut.units],
+        cut.parents,
+        policy,  # type: ignore[arg-type]
+    )
+    timings["graph"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    pieces = embedding_pieces(cut, models, rules, memo)
+    timings["pieces"] = time.perf_counter() - started
+    return bm25, graph, pieces
+
+
 def checked_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InputError("empty query: ask a question with some text")
@@ -337,11 +345,8 @@ class MemoWindow:
     def pieces(self, texts: list[str]) -> list[int]:
         return self._memo.many(self._kind, texts, self._window.pieces, COUNT)
 
-    def windows(self, text: str) -> list[tuple[int, int]]:
-        compute = self._window.windows
-        return self._memo.many(f"windows:{self._window.model_id}", [text], lambda t: [compute(t[0])], SPANS)[
-            0
-        ]
+    def windows(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        return self._memo.many(f"windows:{self._window.model_id}", texts, self._window.windows, SPANS)
 
 
 def _vectors(

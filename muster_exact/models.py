@@ -143,10 +143,14 @@ class Window:
     def fits(self, text: str) -> bool:
         return self.pieces([text])[0] <= self.size
 
-    def windows(self, text: str) -> list[tuple[int, int]]:
-        """Character spans of overlapping windows of at most ``size`` word pieces, each starting
-        about half a window after the last; windows start and end at whole words."""
-        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+    def windows(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        """For each text, the character spans of overlapping windows of at most ``size`` word
+        pieces, each starting about half a window after the last; windows start and end at whole
+        words."""
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [self._windows(text, e) for text, e in zip(texts, encodings, strict=True)]
+
+    def _windows(self, text: str, encoding: Any) -> list[tuple[int, int]]:
         offsets, words = encoding.offsets, encoding.word_ids
         n = len(offsets)
         if n <= self.size:

@@ -37,7 +37,7 @@ class WindowLike(Protocol):
 
     def pieces(self, texts: list[str]) -> list[int]: ...
 
-    def windows(self, text: str) -> list[tuple[int, int]]: ...
+    def windows(self, texts: list[str]) -> list[list[tuple[int, int]]]: ...
 
 
 @dataclass(frozen=True)
@@ -50,26 +50,49 @@ class Pieces:
 
 
 def pieces_of(cut: Cut, window: WindowLike | None, rule: PieceRule = "records") -> Pieces:
-    """Every unit's pieces. ``window=None`` or ``rule="unit"``: one piece per unit, its whole text."""
+    """Every unit's pieces. ``window=None`` or ``rule="unit"``: one piece per unit, its whole text.
+
+    The embedder's tokenizer is asked twice in all, each time for every text at once: how many
+    word pieces each unit (then each record span of a unit too long for it) holds, and the
+    windows of every text still too long."""
     whole = [cut.retrieval_text(u) for u in cut.units]
+    if window is None or rule == "unit":
+        return Pieces(tuple(whole), tuple(u.id for u in cut.units), tuple(range(len(whole))))
+    fits = [n <= window.size for n in window.pieces(whole)]
+    # A unit too long for the window: its record spans (one record: the unit whole), then each
+    # span that is still too long cut into windows.
+    spans = {
+        u.id: _record_spans(cut, u, text)
+        for u, text, fit in zip(cut.units, whole, fits, strict=True)
+        if not fit
+    }
+    counted = [span for parts in spans.values() if len(parts) > 1 for span in parts]
+    too_long = {span for span, n in zip(counted, window.pieces(counted), strict=True) if n > window.size}
+    too_long.update(parts[0] for parts in spans.values() if len(parts) == 1)
+    windowed = sorted(too_long)
+    cuts = dict(zip(windowed, window.windows(windowed), strict=True))
     texts: list[str] = []
     owner: list[int] = []
     start: list[int] = []
-    if window is None or rule == "unit":
-        fits = [True] * len(whole)
-    else:
-        fits = [n <= window.size for n in window.pieces(whole)]
-    for unit, text, fit in zip(cut.units, whole, fits, strict=True):
+    for unit, text in zip(cut.units, whole, strict=True):
         start.append(len(texts))
-        parts = [text] if fit else _split(cut, unit, text, window)  # type: ignore[arg-type]
+        if unit.id not in spans:
+            parts = [text]
+        else:
+            parts = [
+                span[a:b] if span in cuts else span
+                for span in spans[unit.id]
+                for a, b in cuts.get(span, [(0, len(span))])
+            ]
         texts.extend(parts)
         owner.extend([unit.id] * len(parts))
     return Pieces(tuple(texts), tuple(owner), tuple(start))
 
 
-def _split(cut: Cut, unit: Unit, text: str, window: WindowLike) -> list[str]:
+def _record_spans(cut: Cut, unit: Unit, text: str) -> list[str]:
+    """The text of each record a unit holds (one record: the unit's retrieval text)."""
     if len(unit.records) <= 1:
-        return _windowed(text, window)
+        return [text]
     store_text = cut.source.text
     spans = []
     for index in unit.records:
@@ -77,12 +100,4 @@ def _split(cut: Cut, unit: Unit, text: str, window: WindowLike) -> list[str]:
         first, last = max(record.start, unit.start), min(record.end, unit.end)
         if last > first:
             spans.append(store_text[first:last])
-    counts = window.pieces(spans)
-    parts: list[str] = []
-    for span, n in zip(spans, counts, strict=True):
-        parts.extend([span] if n <= window.size else _windowed(span, window))
-    return parts
-
-
-def _windowed(text: str, window: WindowLike) -> list[str]:
-    return [text[a:b] for a, b in window.windows(text)]
+    return spans

@@ -78,10 +78,13 @@ def _names_an_attribute(words: list[str], lowered: list[str], end: int) -> bool:
 
 def slot_of(body: str) -> str | None:
     """The slot key of a fact line (serial already stripped), or None."""
-    words = body.rstrip().rstrip(_TRAILING_PUNCT).split()
+    kept = body.rstrip().rstrip(_TRAILING_PUNCT)
+    words = kept.split()
     if len(words) < 3 or len(words) > MAX_WORDS:
         return None
-    lowered = [w.lower() for w in words]
+    # Lower-casing never makes or removes whitespace, and its one context rule (a final
+    # sigma) stops at whitespace, so the line lowered whole splits into the words lowered.
+    lowered = kept.lower().split()
     start = _value_start(words, lowered)
     if start is None or start < 2:
         return None  # a slot needs a subject and an attribute before the value

@@ -1,8 +1,9 @@
 """Benchmark a store at 1M and 10M tokens end to end: adds, the first read, queries, growth.
 
-The stores are real BEAM chats: every message of the 1M-token chats, in
-folder order, until the level's token count is reached (the 10M level is ten
-1M chats, as ``bench_derive.py``'s big store). Per level, each in a process
+The stores are real BEAM chats: every message of the 1M-token chats, then of
+the 100K chats, in folder order, until the level's token count is reached
+(the 10M level: every 1M chat here and most 100K chats, as
+``bench_derive.py``'s big store). Per level, each in a process
 of its own so that its peak RSS is its own:
 
 * ``Store.add`` in batches of 5,000 records into a new file: records/s, file
@@ -46,6 +47,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from muster_exact import progress
+
 MODELS = "cpu-small"
 LEVELS = {"1M": 1_000_000, "10M": 10_000_000}
 BATCH = 5_000
@@ -82,12 +85,13 @@ def peak_rss_gb() -> float:
 
 
 def chats(data: Path, target: str) -> tuple[list[dict[str, str]], list[str], list[str], int]:
-    """Message records of the 1M chats in folder order until ``target`` tokens; their questions."""
+    """Message records of the 1M chats, then the 100K chats, in folder order until ``target``
+    tokens; their questions."""
     goal = LEVELS.get(target) or int(target)
     from muster_exact import tokens
     from muster_exact.corpora import beam_chat_file, beam_messages
 
-    folders = sorted((data / "beam/1M").iterdir(), key=lambda p: int(p.name))
+    folders = [folder for size in ("1M", "100K") for folder in _chat_folders(data, size)]
     records: list[dict[str, str]] = []
     questions: list[str] = []
     used: list[str] = []
@@ -98,7 +102,11 @@ def chats(data: Path, target: str) -> tuple[list[dict[str, str]], list[str], lis
             continue
         chat = json.loads(chat_file.read_text(encoding="utf-8"))
         part = [
-            {"id": f"{folder.name}-{m['id']}", "role": str(m["role"]), "text": str(m["content"])}
+            {
+                "id": f"{folder.parent.name}/{folder.name}-{m['id']}",
+                "role": str(m["role"]),
+                "text": str(m["content"]),
+            }
             for m, _ in beam_messages(chat)
             if str(m.get("content", "")).strip()
         ]
@@ -107,12 +115,16 @@ def chats(data: Path, target: str) -> tuple[list[dict[str, str]], list[str], lis
                 break
             records.append(record)
             total += n
-        used.append(folder.name)
+        used.append(f"{folder.parent.name}/{folder.name}")
         probing = json.loads((folder / "probing_questions.json").read_text(encoding="utf-8"))
         questions += [q["question"] for ability in sorted(probing) for q in probing[ability]]
         if total >= goal:
             break
     return records, questions, used, total
+
+
+def _chat_folders(data: Path, size: str) -> list[Path]:
+    return sorted((data / "beam" / size).iterdir(), key=lambda p: int(p.name))
 
 
 def seed_vectors(store_path: Path, shared: Path, back: bool = False) -> None:
@@ -153,15 +165,7 @@ def child_store(level: str, data: Path, work: Path) -> dict[str, Any]:
     from muster_exact.store import Store
 
     records, questions, used, total = chats(data, level)
-    out: dict[str, Any] = {"level": level, "chats": used, "records": len(records), "tokens": total}
-    fresh = work / f"adds-{level}.muster"
-    fresh.unlink(missing_ok=True)
-    say(f"{level}: adding {len(records):,} records ({total:,} tokens) in batches of {BATCH:,}")
-    with Store.open(fresh) as store:
-        _, out["add_s"] = timed(
-            lambda: [store.add(records[i : i + BATCH]) for i in range(0, len(records), BATCH)]
-        )
-    out["file_records_mb"] = fresh.stat().st_size / 1e6
+    out, fresh = adds(level, records, used, total, work)
     built = work / f"scale-{level}.muster"
     for path in (built, Path(f"{built}-wal"), Path(f"{built}-shm")):
         path.unlink(missing_ok=True)
@@ -207,13 +211,79 @@ def child_store(level: str, data: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def adds(
+    level: str, records: list[dict[str, str]], used: list[str], total: int, work: Path
+) -> tuple[dict[str, Any], Path]:
+    """``Store.add`` of every record, in batches, into a new file: seconds and the file's size."""
+    from muster_exact.store import Store
+
+    out: dict[str, Any] = {"level": level, "chats": used, "records": len(records), "tokens": total}
+    fresh = work / f"adds-{level}.muster"
+    fresh.unlink(missing_ok=True)
+    say(f"{level}: adding {len(records):,} records ({total:,} tokens) in batches of {BATCH:,}")
+    with Store.open(fresh) as store:
+        _, out["add_s"] = timed(
+            lambda: [store.add(records[i : i + BATCH]) for i in range(0, len(records), BATCH)]
+        )
+    out["file_records_mb"] = fresh.stat().st_size / 1e6
+    return out, fresh
+
+
+def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
+    """Without the embedder: the adds, every build stage but embedding, and the channels that
+    need no vectors; the dense channel's scoring timed over a random matrix of the real shape."""
+    import numpy as np
+
+    from muster_exact.channels import pool_size
+    from muster_exact.channels.dense import DenseChannel
+    from muster_exact.memo import Memo
+    from muster_exact.memory import indexes, planned, rules_of
+    from muster_exact.models import load_embedder
+
+    records, questions, used, total = chats(data, level)
+    out, fresh = adds(level, records, used, total, work)
+    fresh.unlink()
+    say(f"{level}: every build stage but the embedder")
+    memo = Memo()
+    started = time.perf_counter()
+    with progress.shown(True):
+        plan, cut, models, timings = planned(records, models=MODELS, memo=memo)
+        bm25, graph, pieces = indexes(plan, cut, models, rules_of(plan), memo, timings)
+    out["stages_s"] = time.perf_counter() - started
+    out["build_timings"] = timings
+    out["units"], out["parents"], out["pieces"] = len(cut.units), len(cut.parents), len(pieces.texts)
+    out["branch"] = plan.branch
+    out["build_rss_gb"] = peak_rss_gb()
+    embedder = load_embedder(models.embedder)
+    dim = len(embedder.embed(["dimension"])[0])
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((len(pieces.texts), dim), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    dense = DenseChannel(matrix, embedder, pieces.start, rules_of(plan).pooling)
+    k = pool_size(plan.units_read)
+    say(f"{level}: {QUERIES} queries of the BM25 and graph channels, and dense scoring")
+    runs: dict[str, list[float]] = {"dense": [], "bm25": [], "graph": []}
+    for i in range(QUERIES + 1):
+        question = questions[i % len(questions)] + ("" if i < len(questions) else f" ({i})")
+        for name, channel in (("dense", dense), ("bm25", bm25), ("graph", graph)):
+            _, seconds = timed(lambda c=channel, q=question: c.propose(q, k))
+            if i:  # the first query warms each channel up
+                runs[name].append(seconds)
+    out["queries"] = {
+        name: {"p50": percentile(v, 0.5) * 1000, "p95": percentile(v, 0.95) * 1000}
+        for name, v in runs.items()
+    }
+    out["rss_gb"] = peak_rss_gb()
+    return out
+
+
 def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
-    """``n`` messages of the first 1M chat not in the store."""
+    """``n`` messages of the first chat not in the store."""
     from muster_exact.corpora import beam_chat_file, beam_messages
 
-    for folder in sorted((data / "beam/1M").iterdir(), key=lambda p: int(p.name)):
+    for folder in [folder for size in ("1M", "100K") for folder in _chat_folders(data, size)]:
         chat_file = beam_chat_file(folder)
-        if folder.name in used or chat_file is None:
+        if f"{folder.parent.name}/{folder.name}" in used or chat_file is None:
             continue
         chat = json.loads(chat_file.read_text(encoding="utf-8"))
         return [
@@ -221,7 +291,7 @@ def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
             for m, _ in beam_messages(chat)
             if str(m.get("content", "")).strip()
         ][:n]
-    raise SystemExit("no BEAM-1M chat left to add from")
+    raise SystemExit("no BEAM chat left to add from")
 
 
 def child_build(level: str, data: Path, work: Path) -> dict[str, Any]:
@@ -260,7 +330,7 @@ def child_open(level: str, data: Path, work: Path) -> dict[str, Any]:
         }
 
 
-CHILDREN = {"store": child_store, "build": child_build, "open": child_open}
+CHILDREN = {"store": child_store, "build": child_build, "open": child_open, "stages": child_stages}
 
 
 def run_child(kind: str, level: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -270,9 +340,10 @@ def run_child(kind: str, level: str, args: argparse.Namespace) -> dict[str, Any]
     return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def stage_row(name: str, timings: dict[str, float], total: float) -> str:
+def stage_row(name: str, timings: dict[str, float], total: float | None) -> str:
     cells = " | ".join(f"{timings.get(stage, 0.0):.1f}" for stage in (*BUILD_STAGES, "load_models"))
-    return f"| {name} | {cells} | {but_embedding(timings):.1f} | {total:.1f} |"
+    shown_total = "-" if total is None else f"{total:.1f}"
+    return f"| {name} | {cells} | {but_embedding(timings):.1f} | {shown_total} |"
 
 
 def but_embedding(timings: dict[str, float]) -> float:
@@ -280,9 +351,14 @@ def but_embedding(timings: dict[str, float]) -> float:
     return sum(timings.get(stage, 0.0) for stage in BUILD_STAGES if stage != "embed")
 
 
+def cell(value: Any, form: str = ",.0f") -> str:
+    return "-" if value is None else format(value, form)
+
+
 def report(levels: list[dict[str, Any]]) -> str:
     from muster_exact import __version__
 
+    unembedded = [r["level"] for r in levels if "store_timings" not in r]
     lines = [
         "# Scale benchmark: 1M and 10M tokens (cpu-small)",
         "",
@@ -290,9 +366,20 @@ def report(levels: list[dict[str, Any]]) -> str:
         f"muster {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores. "
         "Wall clock on a shared machine; each level in processes of its own.",
         "",
+    ]
+    if unembedded:
+        lines += [
+            f"Measured without the embedder at {', '.join(unembedded)} (`--without-embedding`): every "
+            "build stage but the embedding, the adds, the BM25 and graph channels over the real index, "
+            "and the dense channel's scoring over a random unit-length matrix of the real shape (its "
+            "cost does not depend on the values). These vectors were not computed, so there is no "
+            "first read, assembly, growth or new-process figure at that level. `-` marks them.",
+            "",
+        ]
+    lines += [
         "## The stores",
         "",
-        "| level | BEAM-1M chats | records | tokens | branch | units | parents | pieces |",
+        "| level | BEAM chats | records | tokens | branch | units | parents | pieces |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in levels:
@@ -305,42 +392,48 @@ def report(levels: list[dict[str, Any]]) -> str:
         "## Adds and the first read",
         "",
         "| level | add s (records/s) | file after adds MB | first read s | pieces embedded this run | "
-        "embed pieces/s | file built MB | peak RSS GB (store process) |",
+        "embed pieces/s | file built MB | peak RSS GB |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in levels:
-        embed_s = r["store_timings"].get("embed", 0.0)
-        rate = f"{r['embedded'] / embed_s:.1f}" if r["embedded"] and embed_s else "-"
+        embed_s = r.get("store_timings", {}).get("embed", 0.0)
+        embedded = r.get("embedded")
+        rate = f"{embedded / embed_s:.1f}" if embedded and embed_s else "-"
+        rss = max(r["rss_gb"], r.get("build_rss_gb", 0.0))
         lines.append(
             f"| {r['level']} | {r['add_s']:.1f} ({r['records'] / r['add_s']:,.0f}) | "
-            f"{r['file_records_mb']:.0f} | {r['first_read_s']:.1f} | {r['embedded']:,} | {rate} | "
-            f"{r['file_built_mb']:.0f} | {r['rss_gb']:.2f} |"
+            f"{r['file_records_mb']:.0f} | {cell(r.get('first_read_s'), '.1f')} | {cell(embedded)} | "
+            f"{rate} | {cell(r.get('file_built_mb'))} | {rss:.2f} |"
         )
     lines += [
         "",
         "## Build stages, seconds",
         "",
         "`store` is the first read through `Store.memory()` (analyses written to the file); `build()` is "
-        "the library call with a fresh memo, its vectors read from the bench's cache. `total` also "
-        "counts what lies between the stages (in `store`: reading the records, writing the analyses).",
+        "the library call with a fresh memo, its vectors read from the bench's cache (without the "
+        "embedder: `planned()` and `indexes()`, the same functions). `total` also counts what lies "
+        "between the stages (in `store`: reading the records, writing the analyses).",
         "",
         f"| level, path | {' | '.join(BUILD_STAGES)} | loading the embedder | all but embedding | total |",
         f"|---|{'---|' * (len(BUILD_STAGES) + 3)}",
     ]
     for r in levels:
-        lines.append(stage_row(f"{r['level']} store", r["store_timings"], r["first_read_s"]))
-        lines.append(stage_row(f"{r['level']} build()", r["build_timings"], r["build_s"]))
+        if "store_timings" in r:
+            lines.append(stage_row(f"{r['level']} store", r["store_timings"], r["first_read_s"]))
+        lines.append(
+            stage_row(f"{r['level']} build()", r["build_timings"], r.get("build_s", r.get("stages_s")))
+        )
+    stages = (*QUERY_STAGES, "total")
     lines += [
         "",
         f"## Queries ({QUERIES} per level, the chats' own probing questions; no cross-encoder)",
         "",
-        f"| level | {' | '.join(f'{s} p50 / p95 ms' for s in (*QUERY_STAGES, 'total'))} |",
-        f"|---|{'---|' * (len(QUERY_STAGES) + 1)}",
+        f"| level | {' | '.join(f'{s} p50 / p95 ms' for s in stages)} |",
+        f"|---|{'---|' * len(stages)}",
     ]
     for r in levels:
-        cells = " | ".join(
-            f"{r['queries'][s]['p50']:.1f} / {r['queries'][s]['p95']:.1f}" for s in (*QUERY_STAGES, "total")
-        )
+        q = r["queries"]
+        cells = " | ".join(f"{q[s]['p50']:.1f} / {q[s]['p95']:.1f}" if s in q else "-" for s in stages)
         lines.append(f"| {r['level']} | {cells} |")
     lines += [
         "",
@@ -353,6 +446,9 @@ def report(levels: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in levels:
+        if "growth" not in r:
+            lines.append(f"| {r['level']} | - | - | - | - | - |")
+            continue
         g = r["growth"]
         lines.append(
             f"| {r['level']} | {g['p50']:.0f} / {g['p95']:.0f} | {g['analysed']:.0f} | {r['open_s']:.2f} | "
@@ -362,17 +458,28 @@ def report(levels: list[dict[str, Any]]) -> str:
     by_level = {r["level"]: r for r in levels}
     if "10M" in by_level:
         r = by_level["10M"]
-        worst = max(but_embedding(t) for t in (r["store_timings"], r["build_timings"]))
+        worst = max(but_embedding(r[t]) for t in ("store_timings", "build_timings") if t in r)
         lines.append(f"| everything but embedding at 10M tokens | <= 30 s | {worst:.1f} s |")
-    rss = max(max(r["rss_gb"], r["build_rss_gb"]) for r in levels)
+    rss = max(max(r["rss_gb"], r.get("build_rss_gb", 0.0)) for r in levels)
     lines.append(f"| peak RSS | <= 4 GB | {rss:.2f} GB |")
     for name, target in (("1M", 30.0), ("10M", 100.0)):
-        if name in by_level:
-            p95 = by_level[name]["queries"]["total"]["p95"]
-            lines.append(f"| query p95 at {name} | <= {target:.0f} ms | {p95:.1f} ms |")
+        q = by_level.get(name, {}).get("queries", {})
+        if "total" in q:
+            lines.append(f"| query p95 at {name} | <= {target:.0f} ms | {q['total']['p95']:.1f} ms |")
+        elif q:
+            channels = sum(q[c]["p95"] for c in ("dense", "bm25", "graph"))
+            lines.append(
+                f"| query p95 at {name} | <= {target:.0f} ms | the three channels' p95 summed: "
+                f"{channels:.1f} ms (no assembly: no vectors) |"
+            )
     for r in levels:
-        lines.append(f"| read after 1 add at {r['level']}, p50 | <= 100 ms | {r['growth']['p50']:.0f} ms |")
-        lines.append(f"| new process, open + first query at {r['level']} | <= 1 s | {r['open_s']:.2f} s |")
+        if "growth" in r:
+            lines.append(
+                f"| read after 1 add at {r['level']}, p50 | <= 100 ms | {r['growth']['p50']:.0f} ms |"
+            )
+            lines.append(
+                f"| new process, open + first query at {r['level']} | <= 1 s | {r['open_s']:.2f} s |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -382,6 +489,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("results/bench/scale.md"))
     parser.add_argument("--work", type=Path, default=Path(".cache/muster/bench-scale"))
     parser.add_argument("--levels", default="1M,10M", help="comma-separated: 1M, 10M or a token count")
+    parser.add_argument(
+        "--without-embedding",
+        default="",
+        help="comma-separated levels measured without the embedder (every other stage, the channels "
+        "that need no vectors); the default embeds every level",
+    )
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--level", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -394,7 +507,8 @@ def main() -> None:
         if level not in LEVELS and not level.isdigit():
             raise SystemExit(f"unknown level {level!r}; use {', '.join(LEVELS)} or a token count")
         result: dict[str, Any] = {}
-        for kind in ("store", "build", "open"):
+        kinds = ("stages",) if level in args.without_embedding.split(",") else ("store", "build", "open")
+        for kind in kinds:
             result.update(run_child(kind, level, args))
         levels.append(result)
         say(f"{level}: done")

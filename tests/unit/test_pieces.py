@@ -64,6 +64,33 @@ def test_a_record_longer_than_the_window_gets_overlapping_windows(window) -> Non
         assert a.split()[-1] in words.split()
 
 
+def test_the_tokenizer_is_asked_twice_per_build_not_once_per_unit(window) -> None:
+    # Short turns packed several to a unit, every fifth one long: units too long for the window,
+    # record spans to count, and spans still too long to cut into windows.
+    turns = [" ".join(f"w{i}x{j}" for j in range(80 if i % 5 == 0 else 25)) for i in range(60)]
+    long_turns = "\n\n".join(turns)
+    cut = analyse(long_turns).cut
+    assert sum(len(u.records) > 1 for u in cut.units) > 5
+    assert max(window.pieces([cut.source.record_text(r) for r in cut.source.records])) > window.size
+    calls = {"pieces": 0, "windows": 0}
+
+    class Counting:
+        size = window.size
+
+        def pieces(self, texts: list[str]) -> list[int]:
+            calls["pieces"] += 1
+            return window.pieces(texts)
+
+        def windows(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+            calls["windows"] += 1
+            return window.windows(texts)
+
+    pieces = pieces_of(cut, Counting())
+    assert len(pieces.texts) > 2 * len(cut.units) > 20  # many units cut, into several pieces each
+    assert calls == {"pieces": 2, "windows": 1}
+    assert pieces.texts == pieces_of(cut, window).texts
+
+
 def test_rule_unit_and_no_window_keep_one_piece_per_unit(window) -> None:
     cut = analyse(_turns(60)).cut
     whole = tuple(cut.retrieval_text(u) for u in cut.units)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from muster_exact.slots import slot_of
 
@@ -62,3 +64,15 @@ def test_different_facts_never_merge(a, b) -> None:
 )
 def test_unreadable_lines_get_no_slot(line) -> None:
     assert slot_of(line) is None
+
+
+# Words, separators and the letters whose lower case is not one letter of their own: the
+# final-sigma rule (Σ), a dotted capital I (İ lowers to two code points), and a title-case digraph.
+_ALPHABET = "aZ Σσ İ ǅ ß.,;:\t\u00a0\u2003Fatah of the 12 (x)"
+
+
+@given(st.lists(st.text(alphabet=_ALPHABET, min_size=1, max_size=12), min_size=1, max_size=12))
+def test_a_line_lowered_whole_splits_into_its_words_lowered(parts: list[str]) -> None:
+    # slot_of lowers the whole line once and splits it: the same words as lowering each.
+    line = " ".join(parts)
+    assert line.lower().split() == [word.lower() for word in line.split()]
