@@ -25,7 +25,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,models,harness,mcp,http,openai-agents,langchain,langgraph]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,models,onnx,harness,mcp,http,openai-agents,langchain,langgraph]"
 	$(BIN)/muster fetch
 	touch $@
 

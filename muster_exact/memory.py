@@ -90,7 +90,7 @@ class Memory:
         self.timings["load_models"] = time.perf_counter() - started
         started = time.perf_counter()
         vectors, self.embedded = _vectors(
-            self.pieces.texts, models.embedder.id, self._embedder.embed, cache, memo
+            self.pieces.texts, models.embedder.key, self._embedder.embed, cache, memo
         )
         self.timings["embed"] = time.perf_counter() - started
         self._dense = DenseChannel(vectors, self._embedder, self.pieces.start, self.rules.pooling)

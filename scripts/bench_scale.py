@@ -54,6 +54,7 @@ LEVELS = {"1M": 1_000_000, "10M": 10_000_000}
 BATCH = 5_000
 QUERIES = 100
 GROWTH_READS = 10
+EMBED_SAMPLE = 400  # pieces embedded afresh to measure the embedder's rate at each level
 GOALS = {
     "all but embedding 10M s": 30.0,
     "peak rss gb": 4.0,
@@ -255,6 +256,7 @@ def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
     out["branch"] = plan.branch
     out["build_rss_gb"] = peak_rss_gb()
     embedder = load_embedder(models.embedder)
+    out["embed_sample"] = embed_rate(embedder, list(pieces.texts))
     dim = len(embedder.embed(["dimension"])[0])
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((len(pieces.texts), dim), dtype=np.float32)
@@ -277,6 +279,19 @@ def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def embed_rate(embedder: Any, texts: list[str]) -> dict[str, float]:
+    """The embedder's rate on a sample of the store's own pieces, spread evenly over it, computed
+    afresh (no cache): pieces/s and cl100k tokens/s."""
+    from muster_exact import tokens
+
+    step = max(1, len(texts) // EMBED_SAMPLE)
+    sample = texts[::step][:EMBED_SAMPLE]
+    embedder.embed(sample[:8])  # the first call loads what it loads
+    _, seconds = timed(lambda: embedder.embed(sample))
+    n_tokens = sum(tokens.count_many(sample))
+    return {"pieces": len(sample), "seconds": seconds, "tokens": n_tokens, "all_pieces": len(texts)}
+
+
 def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
     """``n`` messages of the first chat not in the store."""
     from muster_exact.corpora import beam_chat_file, beam_messages
@@ -297,6 +312,7 @@ def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
 def child_build(level: str, data: Path, work: Path) -> dict[str, Any]:
     """``build()`` as a library call with a fresh memo, and the queries over it."""
     from muster_exact.memory import build
+    from muster_exact.models import load_embedder
     from muster_exact.vectors import VectorCache
 
     records, questions, _, _ = chats(data, level)
@@ -305,6 +321,7 @@ def child_build(level: str, data: Path, work: Path) -> dict[str, Any]:
     memory, seconds = timed(lambda: build(records, models=MODELS, cache=vectors, progress=True))
     out: dict[str, Any] = {"build_s": seconds, "build_timings": dict(memory.timings)}
     out["build_embedded"] = memory.embedded
+    out["embed_sample"] = embed_rate(load_embedder(memory.models.embedder), list(memory.pieces.texts))
     say(f"{level}: {QUERIES} queries")
     out["queries"] = query_stages(memory, questions)
     out["build_rss_gb"] = peak_rss_gb()
@@ -404,6 +421,22 @@ def report(levels: list[dict[str, Any]]) -> str:
             f"| {r['level']} | {r['add_s']:.1f} ({r['records'] / r['add_s']:,.0f}) | "
             f"{r['file_records_mb']:.0f} | {cell(r.get('first_read_s'), '.1f')} | {cell(embedded)} | "
             f"{rate} | {cell(r.get('file_built_mb'))} | {rss:.2f} |"
+        )
+    lines += [
+        "",
+        f"The embedder's rate, measured on {EMBED_SAMPLE} of each store's own pieces (spread evenly, "
+        "embedded afresh, one call):",
+        "",
+        "| level | pieces | seconds | pieces/s | cl100k tokens/s | all the store's pieces at that rate |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in levels:
+        e = r["embed_sample"]
+        rate, token_rate = e["pieces"] / e["seconds"], e["tokens"] / e["seconds"]
+        minutes = e["all_pieces"] / rate / 60
+        lines.append(
+            f"| {r['level']} | {e['pieces']} | {e['seconds']:.1f} | {rate:.1f} | {token_rate:,.0f} | "
+            f"{e['all_pieces']:,} pieces / {rate:.1f} per s = {minutes:,.0f} min (arithmetic) |"
         )
     lines += [
         "",
