@@ -49,6 +49,7 @@ bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_embed.py --data $(DATA) --out results/bench/embed.md
 	$(BIN)/python scripts/bench_store.py --data $(DATA) --out results/bench/store.md
 	$(BIN)/python scripts/bench_serve.py --data $(DATA) --out results/bench/serve.md
+	$(BIN)/python scripts/bench_onnx.py --data $(DATA) --out results/bench/onnx.md
 
 bench-scale: install  ## 1M and 10M tokens end to end, hours on a CPU (results/bench/scale.md; not in bench)
 	$(BIN)/python scripts/bench_scale.py --data $(DATA) --out results/bench/scale.md

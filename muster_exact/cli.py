@@ -307,7 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="read from this MUSTER store file instead of FILE")
     p.add_argument("--namespace", default="default", help="the store's namespace (default: default)")
     p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
-    p.add_argument("--models", help="model profile: cpu-small or paper (default: $MUSTER_MODELS, else paper)")
+    p.add_argument(
+        "--models",
+        help="model profile: cpu-small, cpu-small-onnx, cpu-small-onnx-int8 or paper "
+        "(default: $MUSTER_MODELS, else paper)",
+    )
     p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
     p.add_argument("--mode", choices=("native", "exact"), help="default: exact with a preset, else native")
     p.add_argument(
@@ -351,9 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--store", required=True, help="the store file (created when missing)")
         p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
         p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
-        p.add_argument(
-            "--models", help="model profile for reads: cpu-small or paper (default: $MUSTER_MODELS)"
-        )
+        p.add_argument("--models", help="model profile for reads, e.g. cpu-small (default: $MUSTER_MODELS)")
         p.add_argument(
             "--max-open-namespaces",
             type=int,

@@ -368,6 +368,13 @@ def but_embedding(timings: dict[str, float]) -> float:
     return sum(timings.get(stage, 0.0) for stage in BUILD_STAGES if stage != "embed")
 
 
+def commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    )
+    return done.stdout.strip() or "unknown"
+
+
 def cell(value: Any, form: str = ",.0f") -> str:
     return "-" if value is None else format(value, form)
 
@@ -379,8 +386,9 @@ def report(levels: list[dict[str, Any]]) -> str:
     lines = [
         "# Scale benchmark: 1M and 10M tokens (cpu-small)",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/bench_scale.py` (`make bench-scale`); "
-        f"muster {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores. "
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/bench_scale.py` (`make bench-scale`) "
+        f"at commit {commit()}; muster {__version__}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores. "
         "Wall clock on a shared machine; each level in processes of its own.",
         "",
     ]
