@@ -336,7 +336,10 @@ def onnx_model(ref: ModelRef) -> tuple[Path, str]:
             os.rename(work, directory)
         except OSError:  # another process finished first: its export is the same
             if not (directory / "onnx" / name).is_file():
-                raise
+                raise ResourceMissing(
+                    f"{directory} holds no {name} (an export from another version?); "
+                    "remove that folder and run again to export the model anew"
+                ) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return directory, f"onnx/{name}"

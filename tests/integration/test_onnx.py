@@ -72,3 +72,18 @@ def test_without_onnxruntime_the_profile_names_the_extra_to_install(tmp_path) ->
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode == 3 and "pip install 'muster-memory[onnx]'" in result.stdout
     assert not (tmp_path / "onnx").exists()  # nothing half-written
+
+
+def test_a_folder_in_the_exports_place_without_the_model_is_a_clear_error(tmp_path, monkeypatch) -> None:
+    from muster_exact.errors import ResourceMissing
+    from muster_exact.models import onnx_model
+
+    monkeypatch.setenv("MUSTER_HOME", str(tmp_path))
+    ref = profile("cpu-small-onnx").embedder
+    onnx_model(ref)
+    (directory,) = (tmp_path / "onnx").iterdir()
+    for exported in directory.rglob("*.onnx"):
+        exported.unlink()  # what an older or damaged export might leave
+    with pytest.raises(ResourceMissing, match="remove that folder"):
+        onnx_model(ref)
+    assert [p.name for p in (tmp_path / "onnx").iterdir()] == [directory.name]  # no temporary left
