@@ -83,7 +83,9 @@ class Memory:
         self.timings = timings
         self.rules = rules or rules_of(plan)
         texts = unit_texts(cut)
-        self._bm25, self._graph, self.pieces = indexes(plan, cut, models, self.rules, memo, self.timings)
+        self._bm25, self._graph, self.pieces = indexes(
+            plan, cut, models, self.rules, memo, self.timings, texts
+        )
 
         started = time.perf_counter()
         self._embedder = load_embedder(models.embedder)
@@ -222,11 +224,18 @@ class Memory:
 
 
 def indexes(
-    plan: Plan, cut: Cut, models: Models, rules: Rules, memo: Memo, timings: dict[str, float]
+    plan: Plan,
+    cut: Cut,
+    models: Models,
+    rules: Rules,
+    memo: Memo,
+    timings: dict[str, float],
+    texts: list[str] | None = None,
 ) -> tuple[BM25Channel, GraphChannel, Pieces]:
     """The BM25 index, the entity graph over parents and the pieces to embed: every stage of a
-    build after the cut but the embedder (each stage's seconds added to ``timings``)."""
-    texts = unit_texts(cut)
+    build after the cut but the embedder (each stage's seconds added to ``timings``). ``texts``:
+    the units' texts, when the caller has them already."""
+    texts = texts if texts is not None else unit_texts(cut)
     started = time.perf_counter()
     bm25 = BM25Channel(texts, rules.lexical, memo)
     timings["bm25"] = time.perf_counter() - started

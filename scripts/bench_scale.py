@@ -47,6 +47,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench_store import chat_records  # the same records from a chat as the store bench
+
 from muster_exact import progress
 
 MODELS = "cpu-small"
@@ -90,7 +92,7 @@ def chats(data: Path, target: str) -> tuple[list[dict[str, str]], list[str], lis
     tokens; their questions."""
     goal = LEVELS.get(target) or int(target)
     from muster_exact import tokens
-    from muster_exact.corpora import beam_chat_file, beam_messages
+    from muster_exact.corpora import beam_chat_file
 
     folders = [folder for size in ("1M", "100K") for folder in _chat_folders(data, size)]
     records: list[dict[str, str]] = []
@@ -101,22 +103,14 @@ def chats(data: Path, target: str) -> tuple[list[dict[str, str]], list[str], lis
         chat_file = beam_chat_file(folder)
         if chat_file is None:
             continue
-        chat = json.loads(chat_file.read_text(encoding="utf-8"))
-        part = [
-            {
-                "id": f"{folder.parent.name}/{folder.name}-{m['id']}",
-                "role": str(m["role"]),
-                "text": str(m["content"]),
-            }
-            for m, _ in beam_messages(chat)
-            if str(m.get("content", "")).strip()
-        ]
+        name = f"{folder.parent.name}/{folder.name}"
+        part = chat_records(data, f"beam/{name}", f"{name}-")
         for record, n in zip(part, tokens.count_many([r["text"] for r in part]), strict=True):
             if total >= goal:
                 break
             records.append(record)
             total += n
-        used.append(f"{folder.parent.name}/{folder.name}")
+        used.append(name)
         probing = json.loads((folder / "probing_questions.json").read_text(encoding="utf-8"))
         questions += [q["question"] for ability in sorted(probing) for q in probing[ability]]
         if total >= goal:
@@ -295,18 +289,13 @@ def embed_rate(embedder: Any, texts: list[str]) -> dict[str, float]:
 
 def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
     """``n`` messages of the first chat not in the store."""
-    from muster_exact.corpora import beam_chat_file, beam_messages
+    from muster_exact.corpora import beam_chat_file
 
     for folder in [folder for size in ("1M", "100K") for folder in _chat_folders(data, size)]:
         chat_file = beam_chat_file(folder)
         if f"{folder.parent.name}/{folder.name}" in used or chat_file is None:
             continue
-        chat = json.loads(chat_file.read_text(encoding="utf-8"))
-        return [
-            {"id": f"x{folder.name}-{m['id']}", "role": str(m["role"]), "text": str(m["content"])}
-            for m, _ in beam_messages(chat)
-            if str(m.get("content", "")).strip()
-        ][:n]
+        return chat_records(data, f"beam/{folder.parent.name}/{folder.name}", f"x{folder.name}-")[:n]
     raise SystemExit("no BEAM chat left to add from")
 
 
