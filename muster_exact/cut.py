@@ -30,7 +30,7 @@ from muster_exact import sentences, serials, slots, tokens
 from muster_exact.detect import Line, lines_of
 from muster_exact.memo import Codec, Memo, counts
 from muster_exact.plan import Branch
-from muster_exact.records import Source
+from muster_exact.records import Record, Source
 
 PARENT_GROUP_START = 8
 MIN_PARENTS = 10
@@ -111,30 +111,39 @@ def cut(
 ) -> Cut:
     if branch == "numbered_log":
         return _cut_numbered(source, style or serials.PAPER_STYLE, unit_budget)
-    # Record store and prose share the rule; only their budgets differ. A record over the budget is
-    # cut the same way wherever it lies, so its pieces (offsets within it) are kept in the memo.
+    # Record store and prose share the rule; only their budgets differ.
+    pieces = _record_store_pieces(source, range(len(source.records)), record_tokens, unit_budget, memo)
+    oversize = sum(n > unit_budget for n in record_tokens)
+    split = len({p.record for p in pieces if p.split})
+    return _grouped(source, _pack(pieces, unit_budget), oversize, split)
+
+
+def _record_store_pieces(
+    source: Source, indexes: range, record_tokens: tuple[int, ...], budget: int, memo: Memo | None
+) -> list[_Piece]:
+    """The pieces of the records ``indexes``: a record within the budget whole, a longer one cut
+    (``_relative_pieces``). A record over the budget is cut the same way wherever it lies, so its
+    pieces (offsets within it) are kept in the memo."""
     text = source.text
-    long = [
-        text[r.start : r.end] for r, n in zip(source.records, record_tokens, strict=True) if n > unit_budget
-    ]
+    records = [source.records[i] for i in indexes]
+    long = [text[r.start : r.end] for r in records if record_tokens[r.index] > budget]
     kept = iter(
         (memo or Memo()).many(
-            f"record-pieces:{unit_budget}",
+            f"record-pieces:{budget}",
             long,
-            lambda new: [_relative_pieces(t, unit_budget) for t in new],
+            lambda new: [_relative_pieces(t, budget) for t in new],
             PIECES,
         )
     )
     pieces = []
-    for record, n in zip(source.records, record_tokens, strict=True):
-        if n <= unit_budget:
+    for record in records:
+        n = record_tokens[record.index]
+        if n <= budget:
             pieces.append(_Piece(record.start, record.end, n, record.index))
         else:
             at = record.start
             pieces.extend(_Piece(at + a, at + b, m, record.index, cut) for a, b, m, cut in next(kept))
-    oversize = sum(n > unit_budget for n in record_tokens)
-    split = len({p.record for p in pieces if p.split})
-    return _grouped(source, _pack(pieces, unit_budget), oversize, split)
+    return pieces
 
 
 # A record's pieces as the memo keeps them: (start, end, tokens, cut at token boundaries), offsets
@@ -175,10 +184,26 @@ def _record_pieces(text: str, start: int, end: int, n: int, record: int, budget:
 def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
     """One unit per line; a line over the budget is cut as a record is (``_record_pieces``), its
     first part keeping the serial and slot, every later part its own unmarked fact."""
-    lines: list[Line] = lines_of(source)
-    parent_of_slot: dict[str, int] = {}
-    parents: list[list[int]] = []
     units: list[Unit] = []
+    parents: list[tuple[int, ...]] = []
+    oversize, split = _numbered_units(source, lines_of(source), style, budget, units, parents, {})
+    return Cut(source, tuple(units), tuple(parents), _serial_order(units), None, oversize, split)
+
+
+def _numbered_units(
+    source: Source,
+    lines: list[Line],
+    style: str,
+    budget: int,
+    units: list[Unit],
+    parents: list[tuple[int, ...]],
+    parent_of_slot: dict[str, int],
+) -> tuple[int, int]:
+    """Append the units of ``lines`` to ``units``, each to its slot's parent in ``parents``
+    (``parent_of_slot``: the parents of the slots read so far); (lines cut in parts, lines with
+    a part cut at token boundaries). A fresh cut starts from nothing; a grown one from the
+    previous cut's units and parents."""
+    grown: dict[int, list[int]] = {}  # parents given units here, their members so far
     text = source.text
     oversize = split = 0
     surely_short = budget // 4  # characters: a line this short is within the budget (no count)
@@ -198,10 +223,12 @@ def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
             parent = parent_of_slot.get(part_slot, -1) if part_slot is not None else -1
             if parent < 0:
                 parent = len(parents)
-                parents.append([])
+                parents.append(())
                 if part_slot is not None:
                     parent_of_slot[part_slot] = parent
-            parents[parent].append(len(units))
+            if parent not in grown:
+                grown[parent] = list(parents[parent])
+            grown[parent].append(len(units))
             units.append(
                 Unit(
                     id=len(units),
@@ -215,8 +242,9 @@ def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
                     slot=part_slot,
                 )
             )
-    parent_tuples = tuple(tuple(p) for p in parents)
-    return Cut(source, tuple(units), parent_tuples, _serial_order(units), None, oversize, split)
+    for parent, members in grown.items():
+        parents[parent] = tuple(members)
+    return oversize, split
 
 
 def _line_spans(text: str, line: Line, budget: int) -> list[tuple[int, int, int | None, bool]]:
@@ -290,6 +318,135 @@ def _char_boundary(raw: bytes, cut: int, floor: int) -> int:
     return forward
 
 
+@dataclass(frozen=True)
+class Growth:
+    """What growing a cut changed: units before ``first_unit`` are the previous cut's, as they
+    were; ``parents`` lists the parents whose members changed (all of them when regrouped)."""
+
+    first_unit: int
+    parents: tuple[int, ...]
+    regrouped: bool = False
+
+
+def grown(
+    previous: Cut,
+    source: Source,
+    *,
+    branch: Branch,
+    style: str | None,
+    unit_budget: int,
+    record_tokens: tuple[int, ...],
+    memo: Memo | None = None,
+) -> tuple[Cut, Growth]:
+    """``previous``, a cut of the first records of the records-layout ``source`` by the same
+    branch, style and budget, extended by the records after them: the cut :func:`cut` gives
+    ``source``, with only the tail cut again.
+
+    Why the head stands: on a numbered log a unit is one line and a slot's parent only gains
+    members; records and paragraphs are packed greedily in order, so every unit before the last
+    closed on a piece that the last unit begins with, and packing again from there gives what
+    packing from the start gives. A parent group size that changes with the unit count regroups
+    every parent (no unit is cut again for it)."""
+    n = len(previous.source.records)
+    if (
+        source.layout != "records"
+        or len(source.records) < n
+        or source.records[n - 1] != previous.source.records[-1]
+        or not source.text.startswith(previous.source.text)
+    ):
+        raise ValueError("a cut grows only by records appended to a records-layout source")
+    new_records = source.records[n:]
+    if branch == "numbered_log":
+        return _grown_numbered(previous, source, style or serials.PAPER_STYLE, unit_budget, new_records)
+    last = previous.units[-1]
+    keep = last.id
+    tail = range(last.records[0], len(source.records))
+    # The last unit's pieces (a record it starts inside of, from where it starts), then the new.
+    pieces = [
+        p
+        for p in _record_store_pieces(source, tail, record_tokens, unit_budget, memo)
+        if p.start >= last.start
+    ]
+    split_records = {p.record for p in pieces if p.split and p.record >= len(previous.source.records)}
+    fresh = record_tokens[len(previous.source.records) :]
+    oversize = previous.oversize + sum(n > unit_budget for n in fresh)
+    groups = _pack(pieces, unit_budget)
+    size = group_size_for(keep + len(groups))
+    units = [
+        *(
+            previous.units[:keep]
+            if size == previous.group_size
+            else (u._replace(parent=u.id // size) for u in previous.units[:keep])
+        ),
+        *_units(groups, keep, size),
+    ]
+    whole = _grouped_parents(len(units), size)
+    regrouped = size != previous.group_size
+    changed = range(len(whole)) if regrouped else range(keep // size, len(whole))
+    the_cut = Cut(
+        source,
+        tuple(units),
+        whole,
+        tuple(range(len(units))),
+        size,
+        oversize,
+        previous.split + len(split_records),
+    )
+    return the_cut, Growth(keep, tuple(changed), regrouped)
+
+
+def _grown_numbered(
+    previous: Cut, source: Source, style: str, budget: int, new_records: tuple[Record, ...]
+) -> tuple[Cut, Growth]:
+    units = list(previous.units)
+    parents = list(previous.parents)
+    parent_of_slot: dict[str, int] = {}
+    for p, members in enumerate(previous.parents):
+        slot = previous.units[members[0]].slot  # a slot's parent begins with a unit of it
+        if slot is not None:
+            parent_of_slot[slot] = p
+    lines = [Line(r.start, r.end, r.body_start, r.index) for r in new_records]
+    oversize, split = _numbered_units(source, lines, style, budget, units, parents, parent_of_slot)
+    keep = len(previous.units)
+    changed = sorted({u.parent for u in units[keep:]})
+    order = _appended_order(previous, units)
+    the_cut = Cut(
+        source,
+        tuple(units),
+        tuple(parents),
+        order,
+        None,
+        previous.oversize + oversize,
+        previous.split + split,
+    )
+    return the_cut, Growth(keep, tuple(changed))
+
+
+def _appended_order(previous: Cut, units: list[Unit]) -> tuple[int, ...]:
+    """The serial order of ``units``, the previous cut's units followed by new ones: the previous
+    order then the new units' when every new key sorts after the old ones, else sorted afresh."""
+    keep = len(previous.units)
+    current = _key_of(units, keep - 1)[0]
+    new_keys = []
+    for unit in units[keep:]:
+        if unit.serial is not None:
+            current = unit.serial
+        new_keys.append((current, unit.id))
+    if previous.serial_order and all(key > _key_of(units, previous.serial_order[-1]) for key in new_keys):
+        return (*previous.serial_order, *(uid for _, uid in sorted(new_keys)))
+    return _serial_order(units)
+
+
+def _key_of(units: list[Unit], uid: int) -> tuple[int, int]:
+    """Unit ``uid``'s key in the serial order (as ``_serial_order`` keys it): the serial of the
+    last marked unit up to it, -1 when none is."""
+    for at in range(uid, -1, -1):
+        serial = units[at].serial
+        if serial is not None:
+            return (serial, uid)
+    return (-1, uid)
+
+
 def _pack(pieces: list[_Piece], budget: int) -> list[list[_Piece]]:
     """Greedy packing in order (every piece is within the budget)."""
     groups: list[list[_Piece]] = []
@@ -308,7 +465,14 @@ def _pack(pieces: list[_Piece], budget: int) -> list[list[_Piece]]:
 
 def _grouped(source: Source, groups: list[list[_Piece]], oversize: int, split: int) -> Cut:
     size = group_size_for(len(groups))
-    units = tuple(
+    units = tuple(_units(groups, 0, size))
+    parents = _grouped_parents(len(units), size)
+    return Cut(source, units, parents, tuple(range(len(units))), size, oversize, split)
+
+
+def _units(groups: list[list[_Piece]], first: int, size: int) -> list[Unit]:
+    """Units of packed pieces, numbered from ``first``, in parents of ``size`` consecutive units."""
+    return [
         Unit(
             id=uid,
             start=group[0].start,
@@ -317,9 +481,9 @@ def _grouped(source: Source, groups: list[list[_Piece]], oversize: int, split: i
             parent=uid // size,
             tokens=sum(p.tokens for p in group),
         )
-        for uid, group in enumerate(groups)
-    )
-    parents = tuple(
-        tuple(range(first, min(first + size, len(units)))) for first in range(0, len(units), size)
-    )
-    return Cut(source, units, parents, tuple(range(len(units))), size, oversize, split)
+        for uid, group in enumerate(groups, start=first)
+    ]
+
+
+def _grouped_parents(n_units: int, size: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(range(first, min(first + size, n_units))) for first in range(0, n_units, size))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster_exact import cut as cutting
-from muster_exact.detect import Detection, detect
+from muster_exact.detect import Detection, Tally, detect
 from muster_exact.errors import InputError, PlanError
 from muster_exact.memo import Memo
 from muster_exact.plan import Branch, Mode, Plan, Stats, Thresholds
@@ -34,6 +34,7 @@ class Derived:
     plan: Plan
     cut: cutting.Cut
     timings: dict[str, float] = field(default_factory=dict)
+    tally: Tally | None = None  # detection's running counts (records layout), for growth
 
 
 def _check_options(mode: str, record_budget: int, prose_budget: int) -> None:
@@ -71,7 +72,39 @@ def analyse(
     plan = _plan(source, found, the_cut, mode, budget, record_budget, prose_budget)
     timings = {"detect": detected - started, "cut": time.perf_counter() - detected}
     log.debug("derived %s: %d units, %d parents", plan.branch, len(the_cut.units), len(the_cut.parents))
-    return Derived(plan, the_cut, timings)
+    return Derived(plan, the_cut, timings, found.tally)
+
+
+def grown(
+    previous: Derived, source: Source, memo: Memo | None = None
+) -> tuple[Derived, cutting.Growth] | str:
+    """``previous`` extended by the records ``source`` appends to its own: what :func:`analyse`
+    gives ``source`` (same mode and budgets), with detection's counts and the cut extended by
+    the new records only. When the new records change the branch or the serial style, the
+    reason, for a fresh analysis (every unit is then cut anew, and that is right)."""
+    plan = previous.plan
+    started = time.perf_counter()
+    found = detect(source, mode=plan.mode, record_budget=plan.record_budget, memo=memo, tally=previous.tally)
+    detected = time.perf_counter()
+    if (found.branch, found.style) != (plan.branch, plan.serial_style):
+        return (
+            f"the branch changed from {plan.branch} ({plan.serial_style or 'no'} serials) to "
+            f"{found.branch} ({found.style or 'no'} serials)"
+        )
+    the_cut, growth = cutting.grown(
+        previous.cut,
+        source,
+        branch=found.branch,
+        style=found.style,
+        unit_budget=plan.unit_budget or plan.record_budget,
+        record_tokens=found.record_tokens,
+        memo=memo,
+    )
+    new_plan = _plan(
+        source, found, the_cut, plan.mode, plan.unit_budget, plan.record_budget, plan.prose_budget
+    )
+    timings = {"detect": detected - started, "cut": time.perf_counter() - detected}
+    return Derived(new_plan, the_cut, timings, found.tally), growth
 
 
 def derive(data: Any, **options: Any) -> Plan:

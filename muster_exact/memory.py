@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,14 +25,16 @@ from muster_exact.channels import Proposals, pool_size
 from muster_exact.channels.bm25 import BM25Channel
 from muster_exact.channels.dense import DenseChannel
 from muster_exact.channels.graph import POLICIES, GraphChannel
-from muster_exact.cut import Cut
-from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, analyse
+from muster_exact.cut import Cut, Growth, Unit
+from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, Derived, analyse
+from muster_exact.derive import grown as derived_grown
 from muster_exact.errors import InputError
 from muster_exact.memo import COUNT, Codec, Memo, counts, strings
 from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
 from muster_exact.pieces import Pieces, WindowLike, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
 from muster_exact.progress import shown
+from muster_exact.records import from_records
 from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
 from muster_exact.rules import CHOICES, Rules, for_mode
 from muster_exact.select import scaled_floors, select
@@ -86,16 +89,21 @@ class Memory:
         self._bm25, self._graph, self.pieces = indexes(
             plan, cut, models, self.rules, memo, self.timings, texts
         )
+        self._entities = self._graph.unit_entities
+        # What grow() extends: the derive result (detection's counts, the cut) and the cache.
+        self.derived: Derived | None = None
+        self.growth: Growth | None = None  # set on a memory grown from another: what changed
+        self._cache = cache
 
         started = time.perf_counter()
         self._embedder = load_embedder(models.embedder)
         self.timings["load_models"] = time.perf_counter() - started
         started = time.perf_counter()
-        vectors, self.embedded = _vectors(
+        self._vectors, self.embedded = _vectors(
             self.pieces.texts, models.embedder.key, self._embedder.embed, cache, memo
         )
         self.timings["embed"] = time.perf_counter() - started
-        self._dense = DenseChannel(vectors, self._embedder, self.pieces.start, self.rules.pooling)
+        self._dense = DenseChannel(self._vectors, self._embedder, self.pieces.start, self.rules.pooling)
         self._reranker = load_reranker(models.reranker) if models.reranker else None
         self._scores = scores
         self.scored = 0  # cross-encoder pairs computed (not read from the score cache)
@@ -115,6 +123,76 @@ class Memory:
     @property
     def unit_texts(self) -> list[str]:
         return list(self._texts)
+
+    def grown(self, records: Sequence[Any], memo: Memo) -> Memory | str:
+        """This memory with ``records`` appended to its own (a memory built from records by
+        :func:`build`): what a fresh build of all of them gives, with only what changed
+        analysed, indexed and embedded (``growth`` says what that was). Detection's counts and
+        the cut are extended (:func:`muster_exact.derive.grown`); the units before the first
+        changed one keep their texts, BM25 terms, entities, pieces and vectors; the index
+        arrays are assembled again from those parts (numpy over arrays, no text is read).
+        When the new records change the branch, the reason instead: build afresh."""
+        if self.derived is None or self.cut.source.layout != "records":
+            return "this memory was not built from records"
+        started = time.perf_counter()
+        source = from_records(records, after=self.cut.source)
+        done = derived_grown(self.derived, source, memo)
+        if isinstance(done, str):
+            return done
+        derived, growth = done
+        timings = {"source": time.perf_counter() - started, **derived.timings}
+        plan = dataclasses.replace(
+            derived.plan, units_read=self.plan.units_read, retrieval=self.plan.retrieval
+        )
+        cut, keep = derived.cut, growth.first_unit
+        new_units = cut.units[keep:]
+        texts = [*self._texts[:keep], *(cut.retrieval_text(u) for u in new_units)]
+        started = time.perf_counter()
+        bm25 = self._bm25.grown(keep, texts[keep:], memo)
+        timings["bm25"] = time.perf_counter() - started
+        started = time.perf_counter()
+        found = _unit_entities(new_units, texts[keep:], memo)
+        unit_entities = [*self._entities[:keep], *found]
+        graph = GraphChannel(unit_entities, [u.parent for u in cut.units], cut.parents, self._graph.policy)
+        timings["graph"] = time.perf_counter() - started
+        started = time.perf_counter()
+        tail = embedding_pieces(dataclasses.replace(cut, units=new_units), self.models, self.rules, memo)
+        kept_pieces = self.pieces.start[keep] if keep < len(self.pieces.start) else len(self.pieces.texts)
+        pieces = Pieces(
+            (*self.pieces.texts[:kept_pieces], *tail.texts),
+            (*self.pieces.unit[:kept_pieces], *tail.unit),
+            (*self.pieces.start[:keep], *(kept_pieces + s for s in tail.start)),
+        )
+        timings["pieces"] = time.perf_counter() - started
+        started = time.perf_counter()
+        import numpy as np
+
+        new_vectors, embedded = _vectors(
+            tail.texts, self.models.embedder.key, self._embedder.embed, self._cache, memo
+        )
+        kept_vectors = self._vectors[:kept_pieces]
+        vectors = np.vstack([kept_vectors, new_vectors]) if len(new_vectors) else kept_vectors
+        timings["embed"] = time.perf_counter() - started
+        counted = iter(memo.tokens([cut.text(u) for u in new_units if u.tokens is None]))
+        other = copy.copy(self)
+        other.plan, other.cut, other.timings, other.derived = plan, cut, timings, derived
+        other.growth, other.embedded, other.scored = growth, embedded, 0
+        other._texts, other._bm25, other._graph, other._entities = texts, bm25, graph, unit_entities
+        other.pieces, other._vectors = pieces, vectors
+        other._dense = DenseChannel(vectors, self._embedder, pieces.start, self.rules.pooling)
+        other.unit_tokens = [
+            *self.unit_tokens[:keep],
+            *(u.tokens if u.tokens is not None else next(counted) for u in new_units),
+        ]
+        log.info(
+            "grew %s by %d record(s): %d of %d units cut again, %d pieces embedded",
+            plan.branch,
+            len(records),
+            len(new_units),
+            len(cut.units),
+            embedded,
+        )
+        return other
 
     def with_rules(self, **changes: str) -> Memory:
         """This memory under other query-time rules (and another analyser, rebuilt from the
@@ -241,10 +319,7 @@ def indexes(
     timings["bm25"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    found = memo.many("entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES)
-    unit_entities = [
-        ents | {unit.slot} if unit.slot else ents for unit, ents in zip(cut.units, found, strict=True)
-    ]
+    unit_entities = _unit_entities(cut.units, texts, memo)
     policy = plan.retrieval.policy if plan.retrieval else "flrs"
     graph = GraphChannel(
         unit_entities,
@@ -258,6 +333,12 @@ def indexes(
     pieces = embedding_pieces(cut, models, rules, memo)
     timings["pieces"] = time.perf_counter() - started
     return bm25, graph, pieces
+
+
+def _unit_entities(units: Sequence[Unit], texts: Sequence[str], memo: Memo) -> list[frozenset[str]]:
+    """Each unit's entities (from its retrieval text), and on a numbered log its slot."""
+    found = memo.many("entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES)
+    return [ents | {unit.slot} if unit.slot else ents for unit, ents in zip(units, found, strict=True)]
 
 
 def checked_query(query: str) -> str:
@@ -290,6 +371,24 @@ def planned(
 ) -> tuple[Plan, Cut, Models, dict[str, float]]:
     """What :func:`build` derives before any model runs: the plan (with its retrieval settings),
     the cut, the model profile and the derive timings. Cheap: no model is loaded."""
+    plan, derived, chosen_models = _derived(
+        data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
+    )
+    return plan, derived.cut, chosen_models, dict(derived.timings)
+
+
+def _derived(
+    data: Any,
+    preset: str | None,
+    models: str | Models | None,
+    *,
+    mode: Mode | None,
+    units: int | None,
+    policy: Literal["flrs", "flr"] | None,
+    rules: Rules | None,
+    memo: Memo | None,
+) -> tuple[Plan, Derived, Models]:
+    """:func:`planned`, with the derive result itself (what growing the memory extends)."""
     fixed = presets.load(preset) if preset else None
     chosen_models = profile(models or (fixed.models if fixed else default_models()))
     chosen_mode: Mode = mode or ("exact" if fixed else "native")
@@ -317,7 +416,7 @@ def planned(
     )
     retrieval = _with_rules(base, rules or for_mode(chosen_mode))
     plan = dataclasses.replace(plan, units_read=units_read, retrieval=retrieval)
-    return plan, derived.cut, chosen_models, dict(derived.timings)
+    return plan, dataclasses.replace(derived, plan=plan), chosen_models
 
 
 def rules_of(plan: Plan) -> Rules:
@@ -411,10 +510,13 @@ def build(
     ``progress``: bars on stderr for the long stages, where stderr is a terminal.
     """
     with shown(progress):
-        plan, cut, chosen_models, timings = planned(
+        plan, derived, chosen_models = _derived(
             data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
         )
-        memory = Memory(plan, cut, chosen_models, _cache(cache), timings, scores, memo=memo)
+        memory = Memory(
+            plan, derived.cut, chosen_models, _cache(cache), dict(derived.timings), scores, memo=memo
+        )
+        memory.derived = derived
     if memo is not None:
         memo.settle()
     return memory

@@ -181,16 +181,20 @@ def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
     return header, body, rid
 
 
-def from_records(items: Sequence[Any]) -> Source:
-    """A records-layout source from an array of record dicts or strings."""
+def from_records(items: Sequence[Any], after: Source | None = None) -> Source:
+    """A records-layout source from an array of record dicts or strings; ``after``: a
+    records-layout source they follow (the result is what the whole array gives)."""
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise InputError("expected a list of records (dicts with 'text', or strings)")
-    if not items:
+    if not items and after is None:
         raise InputError("empty input: the record list is empty; give at least one record")
-    parts: list[str] = []
-    records: list[Record] = []
-    pos = 0
-    for index, item in enumerate(items):
+    if after is not None and after.layout != "records":
+        raise InputError("only a records-layout source can be extended by records")
+    first = len(after.records) if after is not None else 0
+    parts: list[str] = [after.text] if after is not None else []
+    records: list[Record] = list(after.records) if after is not None else []
+    pos = len(after.text) if after is not None else 0
+    for index, item in enumerate(items, start=first):
         header, body, rid = _body_of(item, index)
         if index:
             parts.append(RECORD_SEPARATOR)

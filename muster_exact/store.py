@@ -363,12 +363,15 @@ class Store:
         self.models = models
         self.access = access
         self._db = db
-        self._memory: tuple[str, Memory] | None = None
+        self._memory: tuple[Head, Memory] | None = None
         self._plan: tuple[str, Plan] | None = None
         self._caches: Any = None
         # One connection, shared by the threads of a server: every use of it holds this lock.
         self._lock = threading.RLock()
         self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
+        # Why the last read built the memory afresh rather than growing the one before (None: it
+        # grew it, or nothing was read yet).
+        self.rebuilt_because: str | None = None
         # Per-text work of the last build (muster_exact.memo): a read after an add analyses the
         # new records and the units they change, not the store. Started anew on delete.
         self.memo = Memo()
@@ -659,11 +662,12 @@ class Store:
 
     @_guarded
     def memory(self) -> Memory:
-        """The built memory of the current records (rebuilt only when the head changed)."""
+        """The built memory of the current records: the last one when nothing changed, grown by
+        the records added since when only adds happened, else built afresh."""
         with self._lock:
-            if self._memory is not None and self._memory[0] == self._head().sha256:
+            if self._memory is not None and self._memory[0].sha256 == self._head().sha256:
                 return self._memory[1]
-            return self._rebuild()
+            return self._grown() or self._rebuild()
 
     def _rebuild(self) -> Memory:
         head, records = self._snapshot()
@@ -682,8 +686,45 @@ class Store:
         self.embedded = memory.embedded
         if not self.read_only:
             self._remember_units(memory)
-        self._memory = (head.sha256, memory)
+        self._memory = (head, memory)
         return memory
+
+    def _grown(self) -> Memory | None:
+        """The last read's memory grown by the records added since (:meth:`Memory.grown`), when
+        records were only added: the head is the last read's hash chained over the new records.
+        None when something else happened (a delete, here or in another process), or when the
+        new records change the branch (``rebuilt_because`` says which)."""
+        if self._memory is None:
+            self.rebuilt_because = "the first read"
+            return None
+        seen, memory = self._memory
+        with self._lock, _transaction(self._db, immediate=False):
+            head = self._head()
+            rows = self._db.execute(
+                "SELECT record, sha256 FROM records WHERE namespace = ? AND seq > ? ORDER BY seq",
+                (self.namespace, seen.last_seq),
+            ).fetchall()
+        chained = seen.sha256
+        for _, record_sha in rows:
+            chained = _chain(chained, record_sha)
+        if not rows or chained != head.sha256 or head.records != seen.records + len(rows):
+            self.rebuilt_because = "records were deleted or replaced since the last read"
+            return None
+        from muster_exact.progress import shown
+
+        self._open_caches()
+        with shown(self.progress):
+            grown = memory.grown([json.loads(body) for body, _ in rows], self.memo)
+        if isinstance(grown, str):
+            log.info("%s: built afresh: %s", self.path, grown)
+            self.rebuilt_because = grown
+            return None
+        self.rebuilt_because = None
+        self.embedded = grown.embedded
+        if not self.read_only:
+            self._remember_growth(grown)
+        self._memory = (head, grown)
+        return grown
 
     @_guarded
     def context(self, query: str, units: int | None = None) -> Context:
@@ -733,6 +774,26 @@ class Store:
     def _remember_units(self, memory: Memory) -> None:
         """Which texts this namespace uses now: what ``delete`` keeps in the caches."""
         self._replace_unit_keys(_live_keys(memory.cut, memory.pieces.texts))
+
+    def _remember_growth(self, memory: Memory) -> None:
+        """The texts a grown memory added: its new records, units and pieces (the units it cut
+        again no longer count, but their texts are made of records still here; the next delete
+        recounts every key)."""
+        assert memory.growth is not None
+        cut, keep = memory.cut, memory.growth.first_unit
+        tail = cut.units[keep:]
+        records = sorted({r for unit in tail for r in unit.records})
+        texts = (
+            *(cut.source.record_text(cut.source.records[r]) for r in records),
+            *(cut.text(u) for u in tail),
+            *memory.unit_texts[keep:],
+            *memory.pieces.texts[memory.pieces.start[keep] if tail else len(memory.pieces.texts) :],
+        )
+        keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
+        with _transaction(self._db):
+            self._db.executemany(
+                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
+            )
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
         """Only the change is written (after an add: the new record's and its units' keys)."""

@@ -18,6 +18,7 @@ them equal on every benchmark store):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -150,11 +151,23 @@ class BM25Channel:
         self._terms = analyser(analyser_name)
         memo = memo if memo is not None else Memo()
         self._vocabulary = memo.shared(f"bm25-vocabulary:{analyser_name}", Vocabulary)
-        documents = memo.many(f"bm25:{analyser_name}", texts, self._documents, self._vocabulary.codec())
-        self._index = BM25Index(documents, len(self._vocabulary))
+        self._kind = f"bm25:{analyser_name}"
+        self._documents = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
+        self._index = BM25Index(self._documents, len(self._vocabulary))
         self._proposed: Recent[Proposals] = Recent()
 
-    def _documents(self, texts: Sequence[str]) -> list[Document]:
+    def grown(self, keep: int, texts: Sequence[str], memo: Memo) -> BM25Channel:
+        """This index with its documents after the first ``keep`` replaced by ``texts``: the
+        index a fresh channel over all the texts gives (the statistics are recounted from the
+        documents; only ``texts`` are analysed)."""
+        other = copy.copy(self)
+        new = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
+        other._documents = [*self._documents[:keep], *new]
+        other._index = BM25Index(other._documents, len(self._vocabulary))
+        other._proposed = Recent()
+        return other
+
+    def _analysed(self, texts: Sequence[str]) -> list[Document]:
         return [self._vocabulary.document(self._terms(t) or [EMPTY]) for t in texts]
 
     def scores(self, query: str) -> object:

@@ -43,6 +43,7 @@ class GraphChannel:
     ) -> None:
         np = require("numpy")
         self.policy = policy
+        self.unit_entities = list(unit_entities)  # as given (a grown memory extends them)
         self._parents = [tuple(p) for p in parents]
         self._unit_parent = list(unit_parent)
         vocabulary = sorted(set().union(*unit_entities)) if unit_entities else []

@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ from hypothesis import strategies as st
 from muster_exact import store as store_module
 from muster_exact.corpora import locomo_sessions
 from muster_exact.errors import InputError
-from muster_exact.memory import build, unit_texts
+from muster_exact.memory import Memory, build, unit_texts
 from muster_exact.store import Store, StoreError
 from tests.conftest import REPO, data_root
 
@@ -103,6 +104,30 @@ def splits(n: int) -> st.SearchStrategy[list[int]]:
     return st.lists(st.integers(min_value=1, max_value=n - 1), max_size=6, unique=True).map(sorted)
 
 
+def assert_same_memory(grown: Memory, fresh: Memory, questions: list[str]) -> None:
+    """Two memories equal in everything a read uses: plan, cut, texts, pieces, vectors, token
+    counts, each channel's scores and proposals, and the contexts."""
+    assert grown.plan == fresh.plan
+    assert grown.cut == fresh.cut
+    assert grown.unit_texts == fresh.unit_texts and grown.pieces == fresh.pieces
+    assert grown.unit_tokens == fresh.unit_tokens
+    assert np.array_equal(grown.channel("dense")._vectors, fresh.channel("dense")._vectors)
+    for q in questions:
+        for name in ("bm25", "graph"):
+            assert grown.channel(name).propose(q, 40) == fresh.channel(name).propose(q, 40)
+        assert np.array_equal(grown.channel("bm25").scores(q), fresh.channel("bm25").scores(q))
+        assert np.array_equal(grown.channel("dense").scores(q), fresh.channel("dense").scores(q))
+        a, b = grown.context(q), fresh.context(q)
+        assert (a.text, a.provenance) == (b.text, b.provenance)
+
+
+def rebuilt(store: Store) -> Memory:
+    """A fresh build of the store's records, its vectors from the store's own cache (the same
+    floats the store read), with a memo of its own."""
+    vectors, scores = store._open_caches()
+    return build(list(store.records()), store.preset, store.models, cache=vectors, scores=scores)
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_store_grown_by_adds_reads_like_a_fresh_build(kind: str, shared_store: Path) -> None:
     records, questions = KINDS[kind]()
@@ -121,12 +146,35 @@ def test_a_store_grown_by_adds_reads_like_a_fresh_build(kind: str, shared_store:
                 store.add(chunk if len(chunk) > 1 or k % 2 else chunk[0], request_id=f"{namespace}-{k}")
                 if k in reads:  # reading half way must not change what the final read gives
                     store.context(questions[0])
+                    # After the first read, the memory grows, or is built afresh for a new branch.
+                    reason = store.rebuilt_because
+                    assert reason in (None, "the first read") or "branch changed" in reason, reason
             assert [store.context(q).text for q in questions] == expected
             assert [r["text"] for r in store.records()] == [
                 r if isinstance(r, str) else r["text"] for r in records
             ]
+            assert_same_memory(store.memory(), rebuilt(store), questions)
 
     check()
+
+
+def test_a_store_that_changes_branch_is_built_afresh_then_grows_again(tmp_path: Path) -> None:
+    records, questions = branch_changing_records()  # 40 numbered fact lines, then LoCoMo turns
+    with Store.open(tmp_path / "branch.muster", models=MODELS) as store:
+        store.add(records[:40])
+        assert store.memory().plan.branch == "numbered_log" and store.rebuilt_because == "the first read"
+        store.add(records[40:41])
+        assert store.memory().growth is not None and store.rebuilt_because is None
+        store.add(records[41:])
+        memory = store.memory()
+        assert memory.plan.branch == "record_store"
+        assert (
+            store.rebuilt_because is not None and "branch changed from numbered_log" in store.rebuilt_because
+        )
+        assert memory.growth is None  # built afresh
+        store.add({"text": "One more turn about the support group."})
+        assert store.memory().growth is not None and store.rebuilt_because is None
+        assert_same_memory(store.memory(), rebuilt(store), questions)
 
 
 # --- incremental cost --------------------------------------------------------------
@@ -170,8 +218,11 @@ def test_adding_one_record_embeds_only_the_pieces_that_changed(tmp_path: Path) -
     assert reply["computed"] == 0 and reply["loaded"] > len(records), reply
 
 
-def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(tmp_path: Path) -> None:
-    records, questions = locomo_records()
+@pytest.mark.parametrize("kind", ["locomo", "facts"])
+def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
+    kind: str, tmp_path: Path
+) -> None:
+    records, questions = locomo_records() if kind == "locomo" else fact_records(400)
     with Store.open(tmp_path / "grow.muster", models=MODELS) as store:
         store.add(records[:-1])
         store.context(questions[0])
@@ -183,13 +234,20 @@ def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
         store.add(records[-1])
         store.context(questions[0])
         again = Counter(store.memo.computed) - first
-        changed = set(store.memory().unit_texts) - before
+        memory = store.memory()
+        changed = set(memory.unit_texts) - before
         # The new record is counted, and only the units that changed (the tail that now holds
-        # it) are indexed, linked and embedded again: not the store.
+        # it) are cut, indexed, linked and embedded again: not the store.
+        growth = memory.growth
+        assert growth is not None and store.rebuilt_because is None
+        recut = len(memory.cut.units) - growth.first_unit
+        assert recut == len(changed) == 1, (recut, changed)
+        assert len(growth.parents) == 1 and not growth.regrouped
         assert again["tokens"] == 1, again
-        assert again["bm25:standard"] == again["entities"] == len(changed) == 1, again
+        assert again["bm25:standard"] == again["entities"] == 1, again
         assert sum(n for kind, n in again.items() if kind.startswith("window:")) <= 2, again
         assert 1 <= store.embedded <= 2, again
+        assert_same_memory(memory, rebuilt(store), questions)
 
 
 # --- idempotency ---------------------------------------------------------------------
