@@ -175,7 +175,8 @@ class Memory:
         timings["embed"] = time.perf_counter() - started
         counted = iter(memo.tokens([cut.text(u) for u in new_units if u.tokens is None]))
         other = copy.copy(self)
-        other.plan, other.cut, other.timings, other.derived = plan, cut, timings, derived
+        other.plan, other.cut, other.timings = plan, cut, timings
+        other.derived = dataclasses.replace(derived, plan=plan)
         other.growth, other.embedded, other.scored = growth, embedded, 0
         other._texts, other._bm25, other._graph, other._entities = texts, bm25, graph, unit_entities
         other.pieces, other._vectors = pieces, vectors
@@ -390,7 +391,7 @@ def _derived(
 ) -> tuple[Plan, Derived, Models]:
     """:func:`planned`, with the derive result itself (what growing the memory extends)."""
     fixed = presets.load(preset) if preset else None
-    chosen_models = profile(models or (fixed.models if fixed else default_models()))
+    chosen_models = models_for(preset, models)
     chosen_mode: Mode = mode or ("exact" if fixed else "native")
     chosen_policy = policy or (fixed.policy if fixed else "flrs")
     if chosen_policy not in POLICIES:
@@ -417,6 +418,12 @@ def _derived(
     retrieval = _with_rules(base, rules or for_mode(chosen_mode))
     plan = dataclasses.replace(plan, units_read=units_read, retrieval=retrieval)
     return plan, dataclasses.replace(derived, plan=plan), chosen_models
+
+
+def models_for(preset: str | None, models: str | Models | None) -> Models:
+    """The model profile a build uses: ``models``, else the preset's, else the default."""
+    fixed = presets.load(preset) if preset else None
+    return profile(models or (fixed.models if fixed else default_models()))
 
 
 def rules_of(plan: Plan) -> Rules:
@@ -497,6 +504,7 @@ def build(
     rules: Rules | None = None,
     memo: Memo | None = None,
     progress: bool = False,
+    derived: Derived | None = None,
 ) -> Memory:
     """Build a memory from text, records, a Path or a Source.
 
@@ -507,12 +515,17 @@ def build(
     cross-encoder scores (the Store keeps both in its file); ``rules`` (a
     :class:`~muster_exact.rules.Rules`) overrides the mode's retrieval rules; ``memo`` (a
     :class:`~muster_exact.memo.Memo`) keeps per-text work for the next build of a growing store;
-    ``progress``: bars on stderr for the long stages, where stderr is a terminal.
+    ``progress``: bars on stderr for the long stages, where stderr is a terminal; ``derived``:
+    the derive result of ``data`` under these settings, saved earlier (a store keeps it:
+    :mod:`muster_exact.saved`), used instead of detecting and cutting again.
     """
     with shown(progress):
-        plan, derived, chosen_models = _derived(
-            data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
-        )
+        if derived is None:
+            plan, derived, chosen_models = _derived(
+                data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
+            )
+        else:
+            plan, chosen_models = derived.plan, models_for(preset, models)
         memory = Memory(
             plan, derived.cut, chosen_models, _cache(cache), dict(derived.timings), scores, memo=memo
         )

@@ -81,6 +81,7 @@ from muster_exact.vectors import Access, connect
 if TYPE_CHECKING:
     from muster_exact.assemble import Context
     from muster_exact.cut import Cut
+    from muster_exact.derive import Derived
     from muster_exact.memory import Memory
     from muster_exact.plan import Plan
 
@@ -97,7 +98,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 APPLICATION = "muster-store"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_NAMESPACE = "default"
 MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
 MAX_ADD_CHARS = 64_000_000  # one add call
@@ -148,10 +149,24 @@ def _analyses_schema() -> str:
     return ANALYSES_SCHEMA
 
 
+# What the last read derived (plan, units, parents, detection counts: muster_exact.saved), by
+# namespace: a new process opening the store reads it instead of detecting and cutting again.
+# ``head``: the records it is of; ``settings``: what else it depends on (preset, models, version).
+BUILT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS built (
+    namespace TEXT PRIMARY KEY,
+    head TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    state BLOB NOT NULL
+);
+"""
+
 # schema version N -> the SQL that brings a version N file to N + 1.
 MIGRATIONS: dict[int, str] = {
     # 2: per-text analyses (muster_exact.memo), so a new process re-analyses nothing.
     1: _analyses_schema(),
+    # 3: the derive result of the last read, so a new process re-cuts nothing.
+    2: BUILT_SCHEMA,
 }
 
 
@@ -526,6 +541,8 @@ class Store:
                 "DELETE FROM records WHERE namespace = ? AND id = ?", [(self.namespace, i) for i in wanted]
             )
             self._write_head(self._recomputed_head())
+            # The saved derive result names slots (words of the records): it goes with them.
+            self._db.execute("DELETE FROM built WHERE namespace = ?", (self.namespace,))
             # Recorded with the delete itself: a process killed before the erase leaves it pending.
             self._db.execute(
                 "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
@@ -674,6 +691,7 @@ class Store:
         from muster_exact.memory import build
 
         vectors, scores = self._open_caches()
+        saved = self._saved(head, records)
         memory = build(
             records,
             self.preset,
@@ -682,12 +700,54 @@ class Store:
             scores=scores,
             memo=self.memo,
             progress=self.progress,
+            derived=saved,
         )
         self.embedded = memory.embedded
         if not self.read_only:
             self._remember_units(memory)
+            if saved is None:
+                self._save(head, memory)
         self._memory = (head, memory)
         return memory
+
+    def _settings(self) -> str:
+        """What a saved derive result depends on besides the records."""
+        from muster_exact import __version__, saved
+        from muster_exact.memory import models_for
+
+        models = models_for(self.preset, self.models)
+        return json.dumps(
+            [saved.FORMAT, __version__, self.preset, models.name, models.embedder.key],
+            separators=(",", ":"),
+        )
+
+    def _saved(self, head: Head, records: list[dict[str, Any]]) -> Derived | None:
+        """The derive result saved for exactly these records and settings, else None (absent,
+        stale, or unreadable: then it is derived afresh, and a damaged one says so in the log)."""
+        row = self._db.execute(
+            "SELECT head, settings, state FROM built WHERE namespace = ?", (self.namespace,)
+        ).fetchone()
+        if row is None or row[0] != head.sha256 or row[1] != self._settings():
+            return None
+        from muster_exact import saved
+        from muster_exact.records import from_records
+
+        try:
+            return saved.load(bytes(row[2]), from_records(records))
+        except ValueError as exc:
+            log.warning("%s: the saved derive result is unreadable (%s); derived afresh", self.path, exc)
+            return None
+
+    def _save(self, head: Head, memory: Memory) -> None:
+        if memory.derived is None:
+            return
+        from muster_exact import saved
+
+        with _transaction(self._db):
+            self._db.execute(
+                "INSERT OR REPLACE INTO built VALUES (?, ?, ?, ?)",
+                (self.namespace, head.sha256, self._settings(), saved.dump(memory.derived)),
+            )
 
     def _grown(self) -> Memory | None:
         """The last read's memory grown by the records added since (:meth:`Memory.grown`), when
@@ -723,6 +783,7 @@ class Store:
         self.embedded = grown.embedded
         if not self.read_only:
             self._remember_growth(grown)
+            self._save(head, grown)
         self._memory = (head, grown)
         return grown
 
@@ -976,7 +1037,7 @@ def _prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -
             from muster_exact.vectors import ANALYSES_SCHEMA, SCORES_SCHEMA
             from muster_exact.vectors import SCHEMA as VECTORS
 
-            for statement in _statements(SCHEMA + VECTORS + SCORES_SCHEMA + ANALYSES_SCHEMA):
+            for statement in _statements(SCHEMA + VECTORS + SCORES_SCHEMA + ANALYSES_SCHEMA + BUILT_SCHEMA):
                 db.execute(statement)
             db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -1011,7 +1072,7 @@ def _known_tables() -> set[str]:
     from muster_exact.vectors import ANALYSES_SCHEMA, SCORES_SCHEMA
     from muster_exact.vectors import SCHEMA as VECTORS
 
-    scripts = [SCHEMA, VECTORS, SCORES_SCHEMA, ANALYSES_SCHEMA, *MIGRATIONS.values()]
+    scripts = [SCHEMA, VECTORS, SCORES_SCHEMA, ANALYSES_SCHEMA, BUILT_SCHEMA, *MIGRATIONS.values()]
     return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
 
 

@@ -110,7 +110,12 @@ class BM25Index:
         tf = np.concatenate([d.tf for d in documents])
         rows = np.repeat(np.arange(n, dtype=np.int64), [len(d.ids) for d in documents])
         df = np.bincount(terms, minlength=vocabulary_size)
-        present, first = np.unique(terms, return_index=True)
+        # One stable sort by term gives the posting lists and, per term, where it first appears
+        # (what ``np.unique(return_index=True)`` gives, without sorting twice).
+        order = np.argsort(terms, kind="stable")
+        by_term = terms[order]
+        runs = np.flatnonzero(np.concatenate(([True], by_term[1:] != by_term[:-1])))
+        present, first = by_term[runs], order[runs]
         # log(k + 0.5) for every count k a term can have: each by math.log, as rank-bm25.
         log_half = np.array([math.log(k + 0.5) for k in range(n + 1)])
         idf = np.zeros(vocabulary_size)
@@ -122,8 +127,7 @@ class BM25Index:
         negative = present[idf[present] < 0]
         idf[negative] = EPSILON * average
         self._idf = idf
-        order = np.argsort(terms, kind="stable")  # per term, its documents in stored order
-        self._rows, self._tf = rows[order], tf[order]
+        self._rows, self._tf = rows[order], tf[order]  # per term, its documents in stored order
         self._start = np.concatenate(([0], np.cumsum(df)))
         avgdl = int(lengths.sum()) / n
         self._norm = K1 * (1 - B + B * lengths / avgdl)

@@ -14,6 +14,7 @@ siblings. Every order is broken by id, never by hash or set order.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
@@ -46,21 +47,22 @@ class GraphChannel:
         self.unit_entities = list(unit_entities)  # as given (a grown memory extends them)
         self._parents = [tuple(p) for p in parents]
         self._unit_parent = list(unit_parent)
-        vocabulary = sorted(set().union(*unit_entities)) if unit_entities else []
+        flat = list(itertools.chain.from_iterable(unit_entities))
+        vocabulary = sorted(set(flat))
         self._entity_id = {e: i for i, e in enumerate(vocabulary)}
         self.vocabulary = frozenset(vocabulary)
-        self._unit_entities = [sorted(self._entity_id[e] for e in ents) for ents in unit_entities]
         n_parents, n_entities = len(self._parents), len(vocabulary)
+        # Every unit's entity ids, one flat array in unit order (``_bounds[u]`` is unit u's first):
+        # in set order within a unit, which nothing depends on (edges are sorted, overlaps fsum'd).
+        mentions = np.array(list(map(self._entity_id.__getitem__, flat)), dtype=np.int64)
+        sizes = np.array(list(map(len, unit_entities)), dtype=np.int64)
+        self._mentions = mentions
+        self._bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
         # Edges: each (parent, entity) pair once, sorted by parent then entity.
         parent_of_unit = np.full(len(unit_entities), -1, dtype=np.int64)
         for p, members in enumerate(self._parents):
             parent_of_unit[list(members)] = p
-        mentions = np.fromiter(
-            (e for ents in self._unit_entities for e in ents),
-            dtype=np.int64,
-            count=sum(map(len, unit_entities)),
-        )
-        mention_parent = np.repeat(parent_of_unit, [len(ents) for ents in self._unit_entities])
+        mention_parent = np.repeat(parent_of_unit, sizes)
         in_parent = mention_parent >= 0  # a unit outside every parent links nothing
         edges = np.unique(mention_parent[in_parent] * max(n_entities, 1) + mentions[in_parent])
         self._edge_parent = edges // max(n_entities, 1)
@@ -77,6 +79,9 @@ class GraphChannel:
         self._n_entities = n_entities
         self._steps = _WalkSteps(self._edge_parent, self._edge_entity, self._edge_out, n_parents, n_entities)
         self._proposed: Recent[Proposals] = Recent()
+
+    def _entities_of(self, unit: int) -> list[int]:
+        return self._mentions[self._bounds[unit] : self._bounds[unit + 1]].tolist()  # type: ignore[no-any-return]
 
     def seeds(self, query: str) -> list[str]:
         return query_entities(query, self.vocabulary)
@@ -134,7 +139,7 @@ class GraphChannel:
 
         for parent in ranked_parents:
             members = self._parents[parent]
-            overlap = {u: math.fsum(idf[e] for e in self._unit_entities[u] if e in wanted) for u in members}
+            overlap = {u: math.fsum(idf[e] for e in self._entities_of(u) if e in wanted) for u in members}
             best = sorted(members, key=lambda u: (-overlap[u], u))
             matched = [u for u in best if overlap[u] > 0] or best[:1]
             for unit in matched:

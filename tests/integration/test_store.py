@@ -250,6 +250,111 @@ def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
         assert_same_memory(memory, rebuilt(store), questions)
 
 
+COUNTING_CHILD = textwrap.dedent(
+    """
+    import importlib, json, sys
+    from collections import Counter
+    from muster_exact import memory
+    from muster_exact.channels import bm25
+    from muster_exact.store import Store
+
+    derive = importlib.import_module("muster_exact.derive")  # the module, not the function
+
+    calls = Counter()
+
+    def counted(owner, name):
+        real = getattr(owner, name)
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        setattr(owner, name, wrapper)
+
+    # Where the build looks them up: deriving, detecting, cutting, growing a cut, analysing
+    # text for BM25 (the memo's counts say the same of every kind of analysis).
+    counted(memory, "analyse")
+    counted(derive, "detect")
+    counted(derive.cutting, "cut")
+    counted(derive.cutting, "grown")
+    counted(bm25.BM25Channel, "_analysed")
+    path, models, question, extra = sys.argv[1:5]
+    with Store.open(path, models=models) as store:
+        first = store.context(question).text
+        reply = {"calls": dict(calls), "text": first, "embedded": store.embedded,
+                 "computed": sum(store.memo.computed.values())}
+        calls.clear()
+        before = Counter(store.memo.computed)
+        store.add(json.loads(extra))
+        store.context(question)
+        reply["after_add"] = {"calls": dict(calls), "rebuilt_because": store.rebuilt_because,
+                              "recut": len(store.memory().cut.units) - store.memory().growth.first_unit,
+                              "analysed": dict(Counter(store.memo.computed) - before)}
+    print(json.dumps(reply))
+    """
+)
+
+
+def test_a_new_process_reads_the_saved_cut_and_cuts_and_indexes_nothing(tmp_path: Path) -> None:
+    records, questions = locomo_records()
+    path = tmp_path / "saved.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add(records[:-2])
+        store.context(questions[0])  # built (and its derive result saved)
+        store.add(records[-2])
+        first = store.context(questions[0]).text  # grown (and saved again)
+    extra = json.dumps(records[-1])
+    out = subprocess.run(
+        [sys.executable, "-c", COUNTING_CHILD, str(path), MODELS, questions[0], extra],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    reply = json.loads(out.stdout.splitlines()[-1])
+    # The first query of the new process: nothing derived, detected, cut, analysed or embedded.
+    assert reply["calls"] == {} and reply["computed"] == 0 and reply["embedded"] == 0, reply
+    assert reply["text"] == first
+    # Then one add: detection extended, the tail cut again, one unit analysed (not the store).
+    after = reply["after_add"]
+    assert after["rebuilt_because"] is None and after["recut"] == 1, after
+    assert after["calls"] == {"detect": 1, "grown": 1, "_analysed": 1}, after
+    assert after["analysed"]["bm25:standard"] == after["analysed"]["entities"] == 1, after
+    assert after["analysed"]["tokens"] == 1, after  # the new record: counted once
+    with Store.open(path, models=MODELS) as store:
+        assert_same_memory(store.memory(), rebuilt(store), questions)
+
+
+def test_a_damaged_or_stale_saved_cut_is_derived_afresh(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    records, questions = locomo_records(40)
+    path = tmp_path / "damaged.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add(records)
+        expected = store.context(questions[0]).text
+    for damage in (b"not an archive", b"PK\x03\x04" + bytes(200)):
+        db = sqlite3.connect(path)
+        with db:
+            db.execute("UPDATE built SET state = ?", (damage,))
+        db.close()
+        with Store.open(path, models=MODELS) as store:
+            assert store.context(questions[0]).text == expected
+        assert "saved derive result is unreadable" in caplog.text
+        caplog.clear()
+        # Derived afresh, and saved again whole.
+        db = sqlite3.connect(path)
+        assert db.execute("SELECT state FROM built").fetchone()[0] != damage
+        db.close()
+    # Saved for other records (the head moved on in a way the row does not know): not used.
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE built SET head = 'another head'")
+    db.close()
+    with Store.open(path, models=MODELS) as store:
+        assert store.context(questions[0]).text == expected
+        assert store.memory().derived is not None and store.memory().derived.timings  # derived now
+
+
 # --- idempotency ---------------------------------------------------------------------
 
 
@@ -544,7 +649,8 @@ def test_a_damaged_analysis_in_the_file_is_recomputed_not_an_error(tmp_path: Pat
 
 
 def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path: Path) -> None:
-    """Schema 1 is schema 2 without ``analyses``: such a file opens, migrates, and reads the same."""
+    """Schema 1 is schema 3 without ``analyses`` and ``built``: such a file opens, migrates, and
+    reads the same."""
     path = tmp_path / "v1.muster"
     records, questions = locomo_records(40)
     with Store.open(path, models=MODELS) as store:
@@ -553,6 +659,7 @@ def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path:
     db = sqlite3.connect(path)
     with db:
         db.execute("DROP TABLE analyses")
+        db.execute("DROP TABLE built")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     with Store.open(path, models=MODELS) as store:
@@ -562,7 +669,9 @@ def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path:
         assert store.context(questions[0]).text == expected
         assert sum(store.memo.computed.values()) == 0  # and from then on read from the file
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+        str(store_module.SCHEMA_VERSION),
+    )
 
 
 # --- cross-encoder scores -----------------------------------------------------------------------------

@@ -9,7 +9,6 @@ random steps, on every branch and with budgets small enough that records are cut
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 from functools import cache
 
@@ -119,7 +118,8 @@ def test_a_cut_grown_by_appended_records_equals_a_fresh_cut(
             assert extended == fresh
             # Units before the first changed one stand as they were (their parent aside when the
             # group size changed), and the parents said to change are all that changed.
-            for old, new in itertools.islice(zip(previous.units, fresh.units), growth.first_unit):
+            first = growth.first_unit
+            for old, new in zip(previous.units[:first], fresh.units[:first], strict=True):
                 assert old == new or (growth.regrouped and old._replace(parent=new.parent) == new)
             unchanged = set(range(len(fresh.parents))) - set(growth.parents)
             assert all(previous.parents[p] == fresh.parents[p] for p in unchanged)
