@@ -157,6 +157,20 @@ class Memo:
                 self._shared[name] = make()
             return self._shared[name]  # type: ignore[no-any-return]
 
+    def held(self, kind: str) -> int:
+        """How many texts' values of ``kind`` are kept."""
+        with self._lock:
+            return len(self._tables.get(kind, {}))
+
+    def forget(self, keys: Sequence[str]) -> None:
+        """Drop these texts' values of every kind: texts a grown memory no longer holds (the
+        units it cut again), which no ``settle`` would drop while the store only grows."""
+        gone = set(keys)
+        with self._lock:
+            for table in self._tables.values():
+                for key in gone & table.keys():
+                    del table[key]
+
     def settle(self) -> None:
         """Keep only what the build just finished used."""
         with self._lock:

@@ -174,6 +174,19 @@ class Memory:
         vectors = np.vstack([kept_vectors, new_vectors]) if len(new_vectors) else kept_vectors
         timings["embed"] = time.perf_counter() - started
         counted = iter(memo.tokens([cut.text(u) for u in new_units if u.tokens is None]))
+        replaced = self.cut.units[keep:]
+        still = {*texts[keep:], *(cut.text(u) for u in new_units), *tail.texts}
+        memo.forget(
+            [
+                t
+                for t in (
+                    *self._texts[keep:],
+                    *(self.cut.text(u) for u in replaced),
+                    *self.pieces.texts[kept_pieces:],
+                )
+                if t not in still
+            ]
+        )
         other = copy.copy(self)
         other.plan, other.cut, other.timings = plan, cut, timings
         other.derived = dataclasses.replace(derived, plan=plan)

@@ -9,12 +9,16 @@
   transaction and calls no model. A ``request_id`` seen before returns the
   original result and writes nothing (retries are safe, also from two
   processes at once: writers are serialised by SQLite).
-* The next read re-derives the plan over all records and builds exactly what
-  a fresh :func:`muster_exact.build` of the same records builds. Per-text work
-  (token counts, BM25 terms, entities, word pieces: :mod:`muster_exact.memo`),
-  unit vectors and cross-encoder scores are kept in the same file, keyed by
-  text SHA-256, so only texts never seen before are analysed or embedded, in
-  this process or any later one.
+* The next read gives exactly what a fresh :func:`muster_exact.build` of the
+  same records gives. After adds it grows the last read's memory
+  (:meth:`Memory.grown`): detection's running counts take the new records,
+  the last unit and the new records are cut, and only the changed units are
+  analysed and embedded; a delete, or new records that change the branch,
+  build afresh (``rebuilt_because`` says why). Per-text work (token counts,
+  BM25 terms, entities, word pieces: :mod:`muster_exact.memo`), unit vectors,
+  cross-encoder scores and the last derive result (plan, units, parents:
+  :mod:`muster_exact.saved`) are kept in the same file, so a new process
+  cuts nothing and analyses or embeds only texts never seen before.
 * ``delete`` removes records and every cached trace of them: vectors and
   scores of units that no longer exist are dropped, deleted pages are zeroed
   (``secure_delete``) and the write-ahead log is copied into the file and

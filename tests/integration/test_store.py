@@ -248,6 +248,13 @@ def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
         assert sum(n for kind, n in again.items() if kind.startswith("window:")) <= 2, again
         assert 1 <= store.embedded <= 2, again
         assert_same_memory(memory, rebuilt(store), questions)
+        # Twenty more adds: the memo holds the units the store has, not every unit it ever had.
+        for k in range(20):
+            store.add(f"Another note, number {k}, about the {kind} store.")
+            store.context(questions[0])
+        assert store.rebuilt_because is None
+        live = set(store.memory().unit_texts)
+        assert store.memo.held("bm25:standard") == store.memo.held("entities") == len(live)
 
 
 COUNTING_CHILD = textwrap.dedent(
