@@ -155,3 +155,18 @@ def _traces_of(path: Path, needle: str) -> list[str]:
         [sys.executable, "-c", _GREP, str(path), needle], capture_output=True, text=True, check=True
     )
     return found.stdout.split()
+
+
+def test_a_delete_on_a_numbered_log_leaves_no_slot_name_in_the_saved_cut(tmp_path: Path) -> None:
+    """On a numbered log the saved derive result names each line's slot (words of the line): a
+    delete drops it with the records, after a read has saved it and after a growth too."""
+    path = tmp_path / "log.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add([f"{i}. The shelf of plant {i} is in the greenhouse." for i in range(1, 30)])
+        store.context("Where is plant 3?")  # built and saved
+        store.add({"id": "secret", "text": "30. The locker of Quillborne Vantrask is locker 55190."})
+        assert "Quillborne" in store.context("Which locker is Quillborne's?").text  # grown and saved
+        assert _traces_of(path, "vantrask")  # the slot name (lowered) is in the saved cut
+        store.delete(["secret"])  # and no read after it: the delete alone must take the name
+    assert _traces_of(path, "vantrask") == [] and _traces_of(path, "quillborne") == []
+    assert _traces_of(path, "Quillborne") == []
