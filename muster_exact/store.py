@@ -112,6 +112,9 @@ BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another writer
 ERASE_WAIT_MS = 5_000
 PENDING_ERASURES = "pending_erasures"  # meta key: deletes whose text may still be on disk
 EMPTY_HEAD = hashlib.sha256(b"muster-store").hexdigest()
+# A grown memory's derive result is saved on close or after this many growths (saving is linear
+# in the units; a growth is not): a process killed between saves costs its next open a derive.
+SAVE_AFTER_GROWTHS = 32
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -391,6 +394,7 @@ class Store:
         # Why the last read built the memory afresh rather than growing the one before (None: it
         # grew it, or nothing was read yet).
         self.rebuilt_because: str | None = None
+        self._unsaved = 0  # growths since the derive result was last saved
         # Per-text work of the last build (muster_exact.memo): a read after an add analyses the
         # new records and the units they change, not the store. Started anew on delete.
         self.memo = Memo()
@@ -440,6 +444,11 @@ class Store:
             self._close()
 
     def _close(self) -> None:
+        if self._unsaved and self._memory is not None and not self.read_only:
+            try:
+                self._save(*self._memory)
+            except StoreError as exc:  # only a cache: the next open derives afresh
+                log.warning("%s: the derive result was not saved on close (%s)", self.path, exc)
         if self._caches is not None:
             for cache in self._caches:
                 cache.close()
@@ -747,10 +756,16 @@ class Store:
             return
         from muster_exact import saved
 
+        self._unsaved = 0
+        state = saved.dump(memory.derived)
         with _transaction(self._db):
+            # Only for the records as they are now: had another process deleted some since this
+            # memory was read, saving it would write their words back into the file.
+            if self._head().sha256 != head.sha256:
+                return
             self._db.execute(
                 "INSERT OR REPLACE INTO built VALUES (?, ?, ?, ?)",
-                (self.namespace, head.sha256, self._settings(), saved.dump(memory.derived)),
+                (self.namespace, head.sha256, self._settings(), state),
             )
 
     def _grown(self) -> Memory | None:
@@ -787,7 +802,10 @@ class Store:
         self.embedded = grown.embedded
         if not self.read_only:
             self._remember_growth(grown)
-            self._save(head, grown)
+            # Saving writes every unit again; after a growth it waits (for close, or a batch).
+            self._unsaved += 1
+            if self._unsaved >= SAVE_AFTER_GROWTHS:
+                self._save(head, grown)
         self._memory = (head, grown)
         return grown
 

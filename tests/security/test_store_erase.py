@@ -170,3 +170,23 @@ def test_a_delete_on_a_numbered_log_leaves_no_slot_name_in_the_saved_cut(tmp_pat
         store.delete(["secret"])  # and no read after it: the delete alone must take the name
     assert _traces_of(path, "vantrask") == [] and _traces_of(path, "quillborne") == []
     assert _traces_of(path, "Quillborne") == []
+
+
+def test_a_reader_closing_after_another_connection_deleted_does_not_save_the_deleted_words(
+    tmp_path: Path,
+) -> None:
+    """A memory grown in one connection is saved on close; had another connection deleted a
+    record since, saving it would write the record's slot name back. It is not saved."""
+    path = tmp_path / "two.muster"
+    lines = [f"{i}. The shelf of plant {i} is in the greenhouse." for i in range(1, 30)]
+    with Store.open(path, models=MODELS) as writer:
+        writer.add(lines)
+    reader = Store.open(path, models=MODELS)
+    reader.context("Where is plant 3?")
+    with Store.open(path, models=MODELS) as writer:
+        writer.add({"id": "secret", "text": "30. The locker of Quillborne Vantrask is locker 55190."})
+    assert "Quillborne" in reader.context("Which locker is Quillborne's?").text  # grown, unsaved
+    with Store.open(path, models=MODELS) as writer:
+        writer.delete(["secret"])
+    reader.close()  # saves the grown memory only if its records are still the store's
+    assert _traces_of(path, "vantrask") == [] and _traces_of(path, "Quillborne") == []
