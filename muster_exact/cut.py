@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from muster_exact import sentences, serials, slots, tokens
-from muster_exact.detect import Line, lines_of
+from muster_exact.detect import Line, lines_of, record_lines
 from muster_exact.memo import Codec, Memo, counts
 from muster_exact.plan import Branch
 from muster_exact.records import Record, Source
@@ -405,7 +405,7 @@ def _grown_numbered(
         slot = previous.units[members[0]].slot  # a slot's parent begins with a unit of it
         if slot is not None:
             parent_of_slot[slot] = p
-    lines = [Line(r.start, r.end, r.body_start, r.index) for r in new_records]
+    lines = record_lines(new_records)
     oversize, split = _numbered_units(source, lines, style, budget, units, parents, parent_of_slot)
     keep = len(previous.units)
     changed = sorted({u.parent for u in units[keep:]})

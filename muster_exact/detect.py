@@ -29,7 +29,7 @@ from typing import NamedTuple
 from muster_exact import serials
 from muster_exact.memo import Memo
 from muster_exact.plan import Branch, Mode, Thresholds
-from muster_exact.records import Source
+from muster_exact.records import Record, Source
 
 # Lines that start with a serial, one alternative (one group) per style, so a
 # single pass over the text counts every style.
@@ -66,10 +66,15 @@ class Detection:
     tally: Tally | None = None  # records layout: the running counts, for the next growth
 
 
+def record_lines(records: Iterable[Record]) -> list[Line]:
+    """Records as items, in the records layout (a record is a line)."""
+    return [Line(r.start, r.end, r.body_start, r.index) for r in records]
+
+
 def lines_of(source: Source) -> list[Line]:
     """Every serial-bearing item of the source, in stored order."""
     if source.layout == "records":
-        return [Line(r.start, r.end, r.body_start, r.index) for r in source.records]
+        return record_lines(source.records)
     items: list[Line] = []
     text = source.text
     for record in source.records:
@@ -165,7 +170,7 @@ class Tally:
         new = source.records[self.records :]
         counts = memo.tokens([source.record_text(r) for r in new])
         marked = dict(self.marked)
-        lines = [Line(r.start, r.end, r.body_start, r.index) for r in new]
+        lines = record_lines(new)
         for style in _STYLE_NAMES:
             marked[style] += sum(n is not None for n in _numbers(source, lines, style))
         runs = {style: run.extended(_numbers(source, lines, style)) for style, run in self.runs.items()}

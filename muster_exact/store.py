@@ -84,7 +84,7 @@ from muster_exact.vectors import Access, connect
 
 if TYPE_CHECKING:
     from muster_exact.assemble import Context
-    from muster_exact.cut import Cut
+    from muster_exact.cut import Cut, Unit
     from muster_exact.derive import Derived
     from muster_exact.memory import Memory
     from muster_exact.plan import Plan
@@ -863,16 +863,10 @@ class Store:
         again no longer count, but their texts are made of records still here; the next delete
         recounts every key)."""
         assert memory.growth is not None
-        cut, keep = memory.cut, memory.growth.first_unit
-        tail = cut.units[keep:]
-        records = sorted({r for unit in tail for r in unit.records})
-        texts = (
-            *(cut.source.record_text(cut.source.records[r]) for r in records),
-            *(cut.text(u) for u in tail),
-            *memory.unit_texts[keep:],
-            *memory.pieces.texts[memory.pieces.start[keep] if tail else len(memory.pieces.texts) :],
-        )
-        keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
+        keep = memory.growth.first_unit
+        tail = memory.cut.units[keep:]
+        pieces = memory.pieces.texts[memory.pieces.start[keep] if tail else len(memory.pieces.texts) :]
+        keys = _live_keys(memory.cut, pieces, tail)
         with _transaction(self._db):
             self._db.executemany(
                 "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
@@ -919,15 +913,19 @@ class Store:
         return int(vectors), int(scores)
 
 
-def _live_keys(cut: Cut, piece_texts: tuple[str, ...]) -> list[str]:
+def _live_keys(cut: Cut, piece_texts: Sequence[str], units: Sequence[Unit] | None = None) -> list[str]:
     """Text hashes the caches key by: records and units (counts, terms, entities, cross-encoder
-    scores) and pieces (vectors)."""
-    from muster_exact.memory import unit_texts
-
+    scores) and pieces (vectors). ``units``: only these units and their records (a growth's)."""
+    chosen = cut.units if units is None else units
+    records = (
+        cut.source.records
+        if units is None
+        else [cut.source.records[r] for r in sorted({r for u in chosen for r in u.records})]
+    )
     texts = (
-        *(cut.source.record_text(r) for r in cut.source.records),
-        *(cut.text(u) for u in cut.units),
-        *unit_texts(cut),
+        *(cut.source.record_text(r) for r in records),
+        *(cut.text(u) for u in chosen),
+        *(cut.retrieval_text(u) for u in chosen),
         *piece_texts,
     )
     return sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
