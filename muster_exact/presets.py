@@ -2,14 +2,15 @@
 
 Each is a YAML file under ``conf/preset/`` (the Hydra config group of the
 same name), pinned by SHA-256 in ``manifests/presets.json``. A preset fixes
-U, the unit budgets, the graph policy, the model profile and exact mode.
-Presets ship with the repository: the library finds ``conf/preset`` beside
+U, the unit budgets, the graph policy, the model profile and exact mode,
+and names the benchmark it was frozen for (its name's first part): a preset
+whose mode is not exact, or whose benchmark is not one of :data:`BENCHMARKS`,
+is refused when loaded. Presets ship with the repository: the library finds ``conf/preset`` beside
 the package (a clone or an editable install) or in ``$MUSTER_PRESETS``.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 from dataclasses import dataclass, fields
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from muster_exact.errors import MusterError
+from muster_exact.registry import Registry
 
 BENCHMARKS = ("mab", "locomo", "beam")
+MODE = "exact"  # the one mode a preset runs in: its contexts are the ones pinned in manifests/contexts
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -55,17 +58,21 @@ def preset_dir() -> Path:
     return directory
 
 
+def _files() -> dict[str, Path]:
+    found = {path.stem: path for path in preset_dir().glob("*.yaml") if path.is_file()}
+    return {name: found[name] for name in sorted(found)}
+
+
+# Read afresh on each use: $MUSTER_PRESETS may point elsewhere between calls (tests do).
+REGISTRY: Registry[Path] = Registry("preset", _files, error=PresetError, cutoff=0.4)
+
+
 def names() -> list[str]:
-    return sorted(p.stem for p in preset_dir().glob("*.yaml"))
+    return REGISTRY.names()
 
 
 def path_of(name: str) -> Path:
-    path = preset_dir() / f"{name}.yaml"
-    if not path.is_file():
-        close = difflib.get_close_matches(name, names(), n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(names())}"
-        raise PresetError(f"unknown preset {name!r}{hint}")
-    return path
+    return REGISTRY.get(name)
 
 
 def sha256(name: str) -> str:
@@ -86,4 +93,11 @@ def load(name: str) -> Preset:
     preset = Preset(**data)
     if preset.name != name:
         raise PresetError(f"preset {path} names itself {preset.name!r}")
+    if preset.mode != MODE:
+        raise PresetError(f"preset {path} sets mode {preset.mode!r}; presets run in {MODE} mode only")
+    if preset.benchmark not in BENCHMARKS or not name.startswith(f"{preset.benchmark}."):
+        raise PresetError(
+            f"preset {path} is for benchmark {preset.benchmark!r}; a preset is named after its "
+            f"benchmark ({' or '.join(f'{b}.*' for b in BENCHMARKS)})"
+        )
     return preset

@@ -29,3 +29,21 @@ def test_malformed_preset_is_refused(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MUSTER_PRESETS", str(tmp_path))
     with pytest.raises(presets.PresetError, match="must set exactly"):
         presets.load("x.u1")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("mode", "native", "presets run in exact mode only"),
+        ("benchmark", "locomo", "is for benchmark 'locomo'; a preset is named after its benchmark"),
+        ("benchmark", "longmemeval", "is for benchmark 'longmemeval'"),
+    ],
+)
+def test_a_preset_not_in_exact_mode_or_for_another_benchmark_is_refused(
+    tmp_path, monkeypatch, field: str, value: str, message: str
+) -> None:
+    frozen = (REPO / "conf/preset/beam.u10.yaml").read_text()
+    (tmp_path / "beam.u10.yaml").write_text(frozen.replace(f"\n{field}: ", f"\n{field}: {value} #"))
+    monkeypatch.setenv("MUSTER_PRESETS", str(tmp_path))
+    with pytest.raises(presets.PresetError, match=message):
+        presets.load("beam.u10")
