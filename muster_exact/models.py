@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from muster_exact import progress
-from muster_exact.errors import InputError, MusterError, ResourceMissing
+from muster_exact.errors import MusterError, ResourceMissing
+from muster_exact.registry import Registry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,26 +85,26 @@ class Models:
         }
 
 
-PROFILES: dict[str, Models] = {
-    "cpu-small": Models("cpu-small", ModelRef(PACKAGED_MINILM)),
-    # The same model under ONNX Runtime (muster-memory[onnx]), fp32 or int8: faster on a CPU,
-    # with vectors of their own (results/bench/embed.md).
-    "cpu-small-onnx": Models("cpu-small-onnx", ModelRef(PACKAGED_MINILM, "onnx")),
-    "cpu-small-onnx-int8": Models("cpu-small-onnx-int8", ModelRef(PACKAGED_MINILM, "onnx-int8")),
-    "paper": Models(
-        "paper",
-        ModelRef("BAAI/bge-m3", "flagembedding"),
-        ModelRef("BAAI/bge-reranker-v2-m3", "flagembedding"),
-    ),
-}
+PROFILES: Registry[Models] = Registry(
+    "model profile",
+    {
+        "cpu-small": Models("cpu-small", ModelRef(PACKAGED_MINILM)),
+        # The same model under ONNX Runtime (muster-memory[onnx]), fp32 or int8: faster on a CPU,
+        # with vectors of their own (results/bench/embed.md).
+        "cpu-small-onnx": Models("cpu-small-onnx", ModelRef(PACKAGED_MINILM, "onnx")),
+        "cpu-small-onnx-int8": Models("cpu-small-onnx-int8", ModelRef(PACKAGED_MINILM, "onnx-int8")),
+        "paper": Models(
+            "paper",
+            ModelRef("BAAI/bge-m3", "flagembedding"),
+            ModelRef("BAAI/bge-reranker-v2-m3", "flagembedding"),
+        ),
+    },
+)
 
 
 def profile(name: str | Models) -> Models:
-    if isinstance(name, Models):
-        return name
-    if name not in PROFILES:
-        raise InputError(f"unknown model profile {name!r}; choose one of {', '.join(PROFILES)}")
-    return PROFILES[name]
+    """The profile named ``name`` (a :class:`Models` is its own profile)."""
+    return name if isinstance(name, Models) else PROFILES.get(name)
 
 
 def require(module: str) -> Any:
