@@ -10,30 +10,29 @@ mode requires. Typed errors become one line on stderr and exit code 2.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from harness.config import check, register
+from harness.config import ConfigError, check, register
 from harness.seed import ensure_hash_seed
 from muster_exact.errors import MusterError
+from muster_exact.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
-STAGES = {
-    "contexts": "harness.stages.contexts",
-    "merge": "harness.stages.merge",
-    "tables": "harness.stages.tables",
-    "answer": "harness.stages.answer",
-    "judge": "harness.stages.judge",
-    "rescore": "harness.stages.rescore",
-    "audit": "harness.stages.audit",
-    "published": "harness.stages.published",
-}
+# Each stage's run(cfg, repo), imported only when that stage runs (answer and judge load openai).
+STAGES: Registry[Callable[[DictConfig, Path], object]] = Registry(
+    "stage",
+    {
+        name: f"harness.stages.{name}:run"
+        for name in ("contexts", "merge", "tables", "answer", "judge", "rescore", "audit", "published")
+    },
+)
 log = logging.getLogger("harness")
 
 
@@ -44,22 +43,18 @@ def check_choices(argv: list[str]) -> None:
         group = group.lstrip("+~")
         if not sep or "/" in group or "." in group or not (CONF / group).is_dir():
             continue
-        options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+        files = sorted((CONF / group).glob("*.yaml"), key=lambda path: path.stem)
+        options = Registry(group, {path.stem: path for path in files}, error=ConfigError)
         for choice in value.split(","):
-            if choice and choice not in options:
-                close = difflib.get_close_matches(choice, options, n=3, cutoff=0.5)
-                hint = f"did you mean {', '.join(close)}?" if close else f"choose one of {', '.join(options)}"
-                raise MusterError(f"unknown {group} {choice!r}; {hint}")
+            if choice:
+                options.check(choice)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF), config_name="config")
 def run(cfg: DictConfig) -> None:
-    import importlib
-
     try:
         check(cfg)
-        stage = importlib.import_module(STAGES[cfg.stage.name])
-        stage.run(cfg, REPO)
+        STAGES.get(cfg.stage.name)(cfg, REPO)
     except MusterError as exc:  # raised inside Hydra's job: answer here, one line, exit 2
         print(f"harness: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -15,30 +15,36 @@ runs, and gives budgeted baselines their token budget.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from muster_exact import rules, variants
 from muster_exact.assemble import Context
 from muster_exact.channels import Recent
-from muster_exact.errors import InputError
 from muster_exact.memory import Memory
+from muster_exact.registry import Registry
 
 NATIVE = "muster_native"
-SYSTEMS = (variants.SYSTEMS[0], NATIVE, *variants.SYSTEMS[1:])
+
+
+# Each system by name, with the retrieval rules its memory runs; MUSTER's two rows first.
+REGISTRY: Registry[rules.Rules] = Registry(
+    "system",
+    {
+        variants.SYSTEMS[0]: rules.EXACT,
+        NATIVE: rules.NATIVE,
+        **{name: rules.NATIVE if name in variants.BUDGETED else rules.EXACT for name in variants.SYSTEMS[1:]},
+    },
+)
+SYSTEMS = tuple(REGISTRY.names())
 
 
 def check(name: str) -> str:
-    if name not in SYSTEMS:
-        close = difflib.get_close_matches(name, SYSTEMS, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(close)}?" if close else f"choose one of {', '.join(SYSTEMS)}"
-        raise InputError(f"unknown system {name!r}; {hint}")
-    return name
+    return REGISTRY.check(name)
 
 
 def rules_of(system: str) -> rules.Rules:
     """The retrieval rules a system's memory runs."""
-    return rules.NATIVE if system == NATIVE or system in variants.BUDGETED else rules.EXACT
+    return REGISTRY.get(system)
 
 
 @dataclass
