@@ -5,17 +5,43 @@ paths (and an optional git-ignored ``local``). Every YAML in ``conf/`` is
 merged into these dataclasses, so an unknown or misspelt key fails when the
 config is composed, not at minute 40 of a run; :func:`check` then holds the
 rules between values that a type cannot say, before any stage starts.
+
+A group whose fields a library dataclass already defines (a preset:
+:class:`muster_exact.presets.Preset`; a reader or judge endpoint:
+:class:`harness.llm.Endpoint`) takes its schema from that dataclass
+(:func:`schema`), so a field is written once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig
 
+from harness import registries
+from harness.llm import Endpoint
+from muster_exact import presets
 from muster_exact.errors import MusterError
+
+
+def schema(name: str, source: type, *extra: tuple[str, Any, Any]) -> type[Any]:
+    """A Hydra structured config (mutable, as Hydra merges into it) with the fields of the frozen
+    dataclass ``source``, their defaults (MISSING where it has none), then ``extra`` fields
+    given as (name, type, default)."""
+    hints = typing.get_type_hints(source)
+    own = []
+    for item in dataclasses.fields(source):
+        if item.default_factory is not dataclasses.MISSING:
+            raise TypeError(f"{source.__name__}.{item.name}: a default factory has no config form")
+        default = MISSING if item.default is dataclasses.MISSING else item.default
+        own.append((item.name, hints[item.name], field(default=default)))
+    node = dataclasses.make_dataclass(name, [*own, *((n, t, field(default=d)) for n, t, d in extra)])
+    node.__module__ = __name__  # importable by name: the joblib and submitit launchers pickle configs
+    return node
 
 
 @dataclass
@@ -28,33 +54,27 @@ class BenchmarkConfig:
     # Optional subsets, for quick runs: store names, and the first N questions of each store.
     stores: list[str] = field(default_factory=list)
     questions_per_store: int | None = None
+    # The presets it runs, <preset_family>.u*, when not its own name's (locomo_refined: locomo).
+    preset_family: str | None = None
 
 
-@dataclass
-class PresetConfig:
-    name: str = MISSING
-    benchmark: str = MISSING
-    units_read: int = MISSING
-    record_budget: int = MISSING
-    prose_budget: int = MISSING
-    policy: str = MISSING
-    models: str = MISSING
-    mode: str = MISSING
+# A frozen preset file, as Hydra composes it; harness.config.check holds it to the file.
+PresetConfig = schema("PresetConfig", presets.Preset)
 
 
 @dataclass
 class ModelsConfig:
-    name: str = MISSING  # a profile of muster_exact.models: cpu-small, paper
+    name: str = MISSING  # a profile of muster_exact.models.PROFILES: cpu-small, paper...
 
 
 @dataclass
 class SystemConfig:
-    name: str = MISSING  # muster, a baseline or an ablation (muster_exact.variants.SYSTEMS)
+    name: str = MISSING  # muster, a baseline or an ablation (harness.systems.REGISTRY)
 
 
 @dataclass
 class StageConfig:
-    name: str = MISSING  # contexts, merge, tables, answer, judge, rescore, audit
+    name: str = MISSING  # contexts, merge, tables, answer, judge... (harness.app.STAGES)
     shard: int = 0
     shards: int = 1
     progress: bool = True
@@ -62,32 +82,18 @@ class StageConfig:
     limit: int | None = None  # audit: the first N answers of each published file (quick runs)
 
 
-@dataclass
-class LLMConfig:
-    """An OpenAI-compatible endpoint and how to ask it (harness.llm.Endpoint)."""
-
-    model: str = MISSING
-    base_url: str | None = None  # None: api.openai.com; vLLM/Ollama/llama.cpp: http://HOST:PORT/v1
-    api_key_env: str | None = "OPENAI_API_KEY"  # the variable holding the key; '' for a keyless local server
-    temperature: float = 0.0
-    max_tokens: int = 256
-    seed: int | None = 0
-    timeout_s: float = 60.0
-    max_retries: int = 6
-    concurrency: int = 4
-    prompts: str = "official"  # official (the benchmark's own, pinned) or muster (this repo's own words)
-
-
-@dataclass
-class ReaderConfig(LLMConfig):
-    pass
-
-
-@dataclass
-class JudgeConfig(LLMConfig):
-    runs: int = 1  # judge each answer this many times (seed + run), scored by majority and by mean
-    official_quirks: bool = True  # BEAM: the official scorer's int() truncation and rank score, reported
-    errata: bool = False  # LoCoMo: also judge against the corrected golds of the locomo-audit errata
+# A reader or judge: the harness.llm.Endpoint fields, and which prompts it is asked with:
+# official (the benchmark's own, pinned) or muster (this repo's own words).
+PROMPTS = ("prompts", str, "official")
+ReaderConfig = schema("ReaderConfig", Endpoint, PROMPTS)
+JudgeConfig = schema(
+    "JudgeConfig",
+    Endpoint,
+    PROMPTS,
+    ("runs", int, 1),  # judge each answer this many times (seed + run), scored by majority and by mean
+    ("official_quirks", bool, True),  # BEAM: the official scorer's int() truncation and rank score, reported
+    ("errata", bool, False),  # LoCoMo: also judge against the corrected golds of the locomo-audit errata
+)
 
 
 @dataclass
@@ -107,30 +113,18 @@ class PathsConfig:
 @dataclass
 class RunConfig:
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
-    preset: PresetConfig = field(default_factory=PresetConfig)
+    preset: Any = field(default_factory=PresetConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     system: SystemConfig = field(default_factory=SystemConfig)
     stage: StageConfig = field(default_factory=StageConfig)
-    reader: ReaderConfig = field(default_factory=ReaderConfig)
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    reader: Any = field(default_factory=ReaderConfig)
+    judge: Any = field(default_factory=JudgeConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     local: dict[str, Any] = field(default_factory=dict)
 
 
 def register() -> None:
-    store = ConfigStore.instance()
-    store.store(name="run_schema", node=RunConfig)
-    for group, node in (
-        ("benchmark", BenchmarkConfig),
-        ("preset", PresetConfig),
-        ("models", ModelsConfig),
-        ("system", SystemConfig),
-        ("stage", StageConfig),
-        ("reader", ReaderConfig),
-        ("judge", JudgeConfig),
-        ("paths", PathsConfig),
-    ):
-        store.store(group=f"schema/{group}", name="base", node=node)
+    ConfigStore.instance().store(name="run_schema", node=RunConfig)
 
 
 class ConfigError(MusterError):
@@ -139,6 +133,8 @@ class ConfigError(MusterError):
 
 def check(cfg: DictConfig) -> None:
     """The rules between config values, checked before a stage reads or writes anything."""
+    for group in registries.GROUPS:
+        registries.check(group, cfg[group].name)  # a group file the registry lacks is refused here
     shard, shards = cfg.stage.shard, cfg.stage.shards
     if shards < 1:
         raise ConfigError(f"stage.shards must be at least 1, not {shards}")
@@ -149,3 +145,27 @@ def check(cfg: DictConfig) -> None:
             raise ConfigError(f"judge.runs must be at least 1, not {cfg.judge.runs}")
         if cfg.judge.runs > 1 and cfg.judge.seed is None:
             raise ConfigError("judge.runs > 1 needs a judge.seed: each run is the seed plus its number")
+    check_preset(cfg)
+
+
+def check_preset(cfg: DictConfig) -> None:
+    """The preset as composed is its frozen file (the build reads the file, so an override would be
+    silently ignored), and it was frozen for the chosen benchmark."""
+    frozen = presets.load(cfg.preset.name)  # refuses a preset whose mode is not exact
+    changed = [
+        f"preset.{key}={cfg.preset[key]} (its file: {value})"
+        for key, value in dataclasses.asdict(frozen).items()
+        if cfg.preset[key] != value
+    ]
+    if changed:
+        raise ConfigError(
+            f"preset {frozen.name} is frozen (manifests/presets.json pins its file), but the config "
+            f"changes it: {', '.join(changed)}; choose another preset instead"
+        )
+    family = cfg.benchmark.preset_family or cfg.benchmark.name
+    if frozen.benchmark != family:
+        raise ConfigError(
+            f"preset {frozen.name} is frozen for benchmark {frozen.benchmark}, not {cfg.benchmark.name}; "
+            f"benchmark {cfg.benchmark.name} runs the {family}.* presets: "
+            f"{', '.join(name for name in presets.names() if name.startswith(f'{family}.'))}"
+        )

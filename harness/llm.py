@@ -50,11 +50,14 @@ class LLMError(MusterError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where and how to ask: the reader's or the judge's settings."""
+    """Where and how to ask: the reader's or the judge's settings (also their config schema, with
+    the fields harness.config adds)."""
 
     model: str
-    base_url: str | None = None  # None: the openai client's default (api.openai.com)
-    api_key_env: str | None = "OPENAI_API_KEY"  # None or "": a local server without a key
+    # None: the openai client's default (api.openai.com); vLLM/Ollama/llama.cpp: http://HOST:PORT/v1
+    base_url: str | None = None
+    # The variable holding the key; None or "": a local server without a key.
+    api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 256
     seed: int | None = 0
@@ -64,17 +67,7 @@ class Endpoint:
 
     def describe(self) -> dict[str, Any]:
         """What the run record keeps (never the key itself)."""
-        return {
-            "model": self.model,
-            "base_url": self.base_url,
-            "api_key_env": self.api_key_env or None,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "timeout_s": self.timeout_s,
-            "max_retries": self.max_retries,
-            "concurrency": self.concurrency,
-        }
+        return {**dataclasses.asdict(self), "api_key_env": self.api_key_env or None}
 
 
 @dataclass(frozen=True)
@@ -441,8 +434,8 @@ def run_bounded(items: Iterable[T], work: Callable[[T], Any], concurrency: int) 
 
 
 def endpoint_from(section: Any) -> Endpoint:
-    """An :class:`Endpoint` from a reader or judge config section (harness.config.LLMConfig, whose
-    fields include every Endpoint field); an empty base URL or key variable means none."""
+    """An :class:`Endpoint` from a reader or judge config section (harness.config.ReaderConfig or
+    JudgeConfig, whose schema holds every Endpoint field); an empty base URL or key variable means none."""
     values = {field.name: section[field.name] for field in dataclasses.fields(Endpoint)}
     values["base_url"] = values["base_url"] or None
     values["api_key_env"] = values["api_key_env"] or None

@@ -1,13 +1,17 @@
-"""Every preset x benchmark config composes with Hydra's compose API, typed."""
+"""Every preset x benchmark config composes with Hydra's compose API, typed; the config check
+holds a preset to its frozen file and to the benchmark it was frozen for."""
 
 from __future__ import annotations
+
+import pickle
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from harness.config import register
+from harness.config import ConfigError, check, register
+from harness.llm import Endpoint, endpoint_from
 from muster_exact import presets
 from tests.conftest import REPO
 
@@ -40,8 +44,35 @@ def test_unknown_keys_and_wrong_types_fail_at_load(override: str) -> None:
         compose("config", overrides=[override])
 
 
-def test_hydra_groups_match_the_library() -> None:
-    from harness.systems import SYSTEMS
+def test_a_preset_runs_only_with_the_benchmark_it_was_frozen_for() -> None:
+    check(compose("config", overrides=["benchmark=locomo_refined", "preset=locomo.u20"]))
+    with pytest.raises(
+        ConfigError, match=r"preset locomo\.u10 is frozen for benchmark locomo, not beam; .*beam\.u10"
+    ):
+        check(compose("config", overrides=["benchmark=beam", "preset=locomo.u10"]))
+    with pytest.raises(ConfigError, match=r"frozen for benchmark mab, not locomo_refined; .*locomo\.u10"):
+        check(compose("config", overrides=["benchmark=locomo_refined", "preset=mab.u10"]))
 
-    assert sorted(p.stem for p in (REPO / "conf/system").glob("*.yaml")) == sorted(SYSTEMS)
-    assert sorted(p.stem for p in (REPO / "conf/preset").glob("*.yaml")) == presets.names()
+
+@pytest.mark.parametrize("override", ["preset.units_read=5", "preset.mode=native", "preset.benchmark=beam"])
+def test_a_frozen_preset_is_not_overridden(override: str) -> None:
+    cfg = compose("config", overrides=[override])
+    with pytest.raises(ConfigError, match=rf"preset locomo\.u10 is frozen .*{override.replace('.', '[.]')}"):
+        check(cfg)
+
+
+def test_the_endpoint_is_the_reader_and_judge_schema() -> None:
+    cfg = compose("config", overrides=["reader=local", "judge=local", "judge.runs=3"])
+    assert OmegaConf.get_type(cfg.reader).__name__ == "ReaderConfig" and cfg.reader.prompts == "official"
+    assert OmegaConf.get_type(cfg.judge).__name__ == "JudgeConfig" and cfg.judge.runs == 3
+    endpoint = endpoint_from(cfg.judge)
+    assert endpoint == Endpoint("local-model", "http://127.0.0.1:8000/v1", None, max_tokens=512)
+    assert endpoint.describe()["api_key_env"] is None and set(endpoint.describe()) == set(vars(endpoint))
+    with pytest.raises(ConfigCompositionException):
+        compose("config", overrides=["reader.max_tokens=many"])
+
+
+def test_the_derived_schemas_survive_the_launchers_pickling() -> None:
+    cfg = compose("config")
+    again = pickle.loads(pickle.dumps(cfg))
+    assert again == cfg and OmegaConf.get_type(again.preset).__name__ == "PresetConfig"

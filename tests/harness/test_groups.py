@@ -1,0 +1,75 @@
+"""The Hydra group files and the registries cannot drift.
+
+Each group that names things (``benchmark=``, ``system=``...) has one file per
+name its registry holds, no more, no fewer; and every registered name and
+every group file composes with Hydra and passes the harness's config check.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from harness import registries
+from harness.config import check, register
+from muster_exact import presets
+from tests.conftest import REPO
+
+CONF = REPO / "conf"
+NAMED = registries.GROUPS.names()
+SETTINGS = ("reader", "judge", "paths")  # groups of settings, not of named things: no registry
+OPTIONAL = ("local",)  # git-ignored machine overrides, present on some machines only
+
+
+def files(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def choices() -> list[tuple[str, str]]:
+    """Every (group, name) Hydra may be asked for: the registered names and the group files."""
+    found = {(group, name) for group in NAMED for name in registries.names(group)}
+    found |= {(group, name) for group in (*NAMED, *SETTINGS) for name in files(group)}
+    return sorted(found)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hydra_config():
+    register()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        yield
+
+
+def test_every_group_is_registered_or_a_settings_group() -> None:
+    groups = {p.name for p in CONF.iterdir() if p.is_dir()} - set(OPTIONAL)
+    assert groups == {*NAMED, *SETTINGS}
+
+
+@pytest.mark.parametrize("group", NAMED)
+def test_the_group_files_are_the_registry(group: str) -> None:
+    assert files(group) == sorted(registries.names(group))
+
+
+def composed(*overrides: str) -> DictConfig:
+    return compose("config", overrides=list(overrides))
+
+
+def a_whole_run(group: str, name: str) -> DictConfig:
+    """``group=name`` with what makes it a run on its own: a benchmark with one of the presets
+    frozen for it, a preset with the benchmark it was frozen for."""
+    cfg = composed(f"{group}={name}")
+    if group == "benchmark":
+        family = cfg.benchmark.preset_family or name
+        preset = next(p for p in presets.names() if presets.load(p).benchmark == family)
+        cfg = composed(f"{group}={name}", f"preset={preset}")
+    if group == "preset":
+        cfg = composed(f"{group}={name}", f"benchmark={presets.load(name).benchmark}")
+    return cfg
+
+
+@pytest.mark.parametrize(("group", "name"), choices())
+def test_every_choice_composes_and_passes_the_config_check(group: str, name: str) -> None:
+    cfg = a_whole_run(group, name)
+    if group in NAMED:
+        assert cfg[group].name == name
+    check(cfg)
