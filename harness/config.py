@@ -148,6 +148,13 @@ def check(cfg: DictConfig) -> None:
     check_preset(cfg)
 
 
+def preset_family(cfg: DictConfig) -> str:
+    """The presets the chosen benchmark runs, ``<family>.u*``: its own name's unless its config
+    names another (locomo_refined runs LoCoMo's)."""
+    family: str = cfg.benchmark.preset_family or cfg.benchmark.name
+    return family
+
+
 def check_preset(cfg: DictConfig) -> None:
     """The preset as composed is its frozen file (the build reads the file, so an override would be
     silently ignored), and it was frozen for the chosen benchmark."""
@@ -162,7 +169,7 @@ def check_preset(cfg: DictConfig) -> None:
             f"preset {frozen.name} is frozen (manifests/presets.json pins its file), but the config "
             f"changes it: {', '.join(changed)}; choose another preset instead"
         )
-    family = cfg.benchmark.preset_family or cfg.benchmark.name
+    family = preset_family(cfg)
     if frozen.benchmark != family:
         raise ConfigError(
             f"preset {frozen.name} is frozen for benchmark {frozen.benchmark}, not {cfg.benchmark.name}; "

@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from harness import registries
-from harness.config import check, register
+from harness.config import check, preset_family, register
 from muster_exact import presets
 from tests.conftest import REPO
 
@@ -59,7 +59,7 @@ def a_whole_run(group: str, name: str) -> DictConfig:
     frozen for it, a preset with the benchmark it was frozen for."""
     cfg = composed(f"{group}={name}")
     if group == "benchmark":
-        family = cfg.benchmark.preset_family or name
+        family = preset_family(cfg)
         preset = next(p for p in presets.names() if presets.load(p).benchmark == family)
         cfg = composed(f"{group}={name}", f"preset={preset}")
     if group == "preset":
