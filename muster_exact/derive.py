@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster_exact import cut as cutting
+from muster_exact.channels import by_channel
 from muster_exact.detect import Detection, Tally, detect
 from muster_exact.errors import InputError, PlanError
 from muster_exact.memo import Memo
@@ -18,11 +19,11 @@ log = logging.getLogger(__name__)
 
 RECORD_BUDGET = 512
 PROSE_BUDGET = 1024
-# Floors per ten units (dense, BM25, graph) and the default read budget U.
-FLOORS: dict[Branch, tuple[int, int, int]] = {
-    "numbered_log": (2, 0, 8),
-    "record_store": (4, 3, 3),
-    "prose": (4, 3, 3),
+# Floors per ten units, by channel name (muster_exact.channels), and the default read budget U.
+FLOORS: dict[Branch, dict[str, int]] = {
+    "numbered_log": {"dense": 2, "bm25": 0, "graph": 8},
+    "record_store": {"dense": 4, "bm25": 3, "graph": 3},
+    "prose": {"dense": 4, "bm25": 3, "graph": 3},
 }
 UNITS_READ: dict[Branch, int] = {"numbered_log": 10, "record_store": 10, "prose": 40}
 
@@ -159,7 +160,7 @@ def _plan(
         prose_budget=prose_budget,
         parent_rule="slot" if numbered else "group",
         parent_group_size=the_cut.group_size,
-        floors=FLOORS[branch],
+        floors=by_channel(FLOORS[branch]),  # a copy, over every channel in order
         units_read=UNITS_READ[branch],
         order="serial" if numbered else "stored",
         supersession=found.supersession,

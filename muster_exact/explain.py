@@ -23,7 +23,6 @@ def explain(plan: Plan) -> str:
         if plan.parent_rule == "slot"
         else f"{plan.parent_group_size} consecutive units"
     )
-    dense, bm25, graph = plan.floors
     lines = [
         f"branch: {_BRANCH_NAMES[plan.branch]} ({plan.mode} mode, {plan.layout} input)",
         f"  serial share  {plan.serial_share:.4f}  (numbered log at >= {plan.thresholds.serial_share:.2f})",
@@ -38,7 +37,8 @@ def explain(plan: Plan) -> str:
         f"units: {unit}",
         f"parents: {parent}",
         f"order: {plan.order}; newest version of a slot wins: {'yes' if plan.supersession else 'no'}",
-        f"floors per 10 units: dense {dense}, BM25 {bm25}, graph {graph}; read budget U = {plan.units_read}",
+        f"floors per 10 units, by channel; read budget U = {plan.units_read}",
+        *_floor_lines(plan),
         f"measured: {s.records} records, "
         + (f"{s.lines} non-empty lines, " if plan.layout == "text" else "")
         + f"{s.tokens} tokens -> "
@@ -48,6 +48,12 @@ def explain(plan: Plan) -> str:
         *(f"  - {reason}" for reason in plan.reasons),
     ]
     return "\n".join(lines)
+
+
+def _floor_lines(plan: Plan) -> list[str]:
+    """One line per channel, in channel order, by the name the plan JSON uses."""
+    width = max(map(len, plan.floors), default=0)
+    return [f"  {name:<{width}}  {floor}" for name, floor in plan.floors.items()]
 
 
 def _retrieval_lines(plan: Plan) -> list[str]:

@@ -1,9 +1,11 @@
 """``build()`` and ``Memory.context()``: the stages composed.
 
 build: records -> plan, units, parents (derive) -> BM25 index, parent graph,
-piece vectors (cached by model and text hash). context: the three channels
-propose max(2U, 20) units each -> cross-encoder order (without weights, a
-fusion of the channels' scores) -> floors -> assembly in stored order. Which
+piece vectors (cached by model and text hash). context (:meth:`Memory.retrieve`,
+its steps public so the ablations in ``muster_exact.variants`` compose them):
+the channels (``muster_exact.channels.CHANNELS``, in their order) propose
+max(2U, 20) units each -> cross-encoder order (without weights, a fusion of
+the channels' scores) -> floors by channel name -> assembly in stored order. Which
 rules run (``muster_exact.rules``) follows the mode: exact replays the
 paper's method, native adds the CPU improvements.
 """
@@ -16,12 +18,13 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from muster_exact import entities, presets
 from muster_exact.assemble import Context, assemble
-from muster_exact.channels import Proposals, pool_size
+from muster_exact.channels import CHANNEL_ORDER, CHANNELS, Channel, Floors, Proposals, pool_size
 from muster_exact.channels.bm25 import BM25Channel
 from muster_exact.channels.dense import DenseChannel
 from muster_exact.channels.graph import POLICIES, GraphChannel
@@ -37,7 +40,7 @@ from muster_exact.progress import shown
 from muster_exact.records import from_records
 from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
 from muster_exact.rules import CHOICES, Rules, for_mode
-from muster_exact.select import scaled_floors, select
+from muster_exact.select import Selected, scaled_floors, select
 from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_cached
 
 log = logging.getLogger(__name__)
@@ -223,21 +226,27 @@ class Memory:
             other._dense = self._dense.pooled(rules.pooling)
         return other
 
-    def channel(self, name: str) -> DenseChannel | BM25Channel | GraphChannel:
-        channels: dict[str, DenseChannel | BM25Channel | GraphChannel] = {
-            "dense": self._dense,
-            "bm25": self._bm25,
-            "graph": self._graph,
-        }
-        return channels[name]
+    def channels(self) -> dict[str, Channel]:
+        """The built channels by name, in :data:`~muster_exact.channels.CHANNEL_ORDER`."""
+        built: dict[str, Channel] = {"dense": self._dense, "bm25": self._bm25, "graph": self._graph}
+        return {name: built[name] for name in CHANNEL_ORDER}
+
+    def channel(self, name: str) -> Channel:
+        """One channel by name (an unknown name: the registry's typed error)."""
+        return self.channels()[CHANNELS.check(name)]
+
+    def checked(self, query: str, units: int | None = None) -> tuple[str, int]:
+        """``query`` checked (not empty, not too long) and U: ``units`` checked, else the plan's."""
+        return checked_query(query), self.plan.units_read if units is None else checked_units(units)
 
     def proposals(self, query: str, units_read: int) -> tuple[list[Proposals], dict[str, float]]:
+        """Each channel's top max(2U, 20) units, in channel order, and each one's seconds."""
         k = pool_size(units_read)
         out, timings = [], {}
-        for channel in (self._dense, self._bm25, self._graph):
+        for name, channel in self.channels().items():
             started = time.perf_counter()
             out.append(channel.propose(query, k))
-            timings[channel.name] = time.perf_counter() - started
+            timings[name] = time.perf_counter() - started
         return out, timings
 
     def rank(self, query: str, proposals: list[Proposals]) -> Ranking:
@@ -254,65 +263,109 @@ class Memory:
 
         return cross_encode(query, proposals, self._texts.__getitem__, cached)
 
+    def select(
+        self,
+        proposals: Sequence[Proposals],
+        ranking: Ranking,
+        floors: Floors,
+        units_read: int,
+        *,
+        own_order: bool | None = None,
+    ) -> list[Selected]:
+        """U units under ``floors`` (:func:`muster_exact.select.select`); ``own_order`` None:
+        this memory's rule (each channel's own order only without a cross-encoder)."""
+        if own_order is None:
+            own_order = self._reranker is None and self.rules.floor_order == "own"
+        return select(proposals, ranking, floors, units_read, own_order=own_order)
+
+    def assemble(
+        self,
+        query: str,
+        chosen: Sequence[Selected],
+        ranking: Ranking,
+        proposals: Sequence[Proposals],
+        *,
+        units_read: int | None = None,
+        supersession: bool | None = None,
+        by_score: bool = False,
+    ) -> Context:
+        """The context of ``chosen`` (:func:`muster_exact.assemble.assemble`), its plan saying
+        ``units_read`` and ``supersession`` where given (else the plan's own)."""
+        changes: dict[str, Any] = {}
+        if units_read is not None and units_read != self.plan.units_read:
+            changes["units_read"] = units_read
+        if supersession is not None and supersession != self.plan.supersession:
+            changes["supersession"] = supersession
+        plan = dataclasses.replace(self.plan, **changes) if changes else self.plan
+        return assemble(query, self.cut, plan, chosen, ranking, proposals, by_score=by_score)
+
     def context(self, query: str, units: int | None = None) -> Context:
         """The context for ``query``: U units (default: the plan's), assembled."""
-        return self._retrieve(query, units)[0]
+        return self.retrieve(query, units).context
 
-    def _retrieve(self, query: str, units: int | None) -> tuple[Context, list[Proposals], Ranking, int]:
-        query = checked_query(query)
-        units_read = self.plan.units_read if units is None else checked_units(units)
+    def retrieve(self, query: str, units: int | None = None) -> Retrieved:
+        """One retrieval pass, composed of the public steps: :meth:`proposals`, :meth:`rank`,
+        :meth:`floors`, :meth:`select`, :meth:`assemble`; the context with what led to it."""
+        query, units_read = self.checked(query, units)
         proposals, timings = self.proposals(query, units_read)
         started = time.perf_counter()
         ranking = self.rank(query, proposals)
         timings["rerank"] = time.perf_counter() - started
         started = time.perf_counter()
-        chosen = select(
-            proposals,
-            ranking,
-            self.floors(query, units_read),
-            units_read,
-            own_order=self._reranker is None and self.rules.floor_order == "own",
-        )
-        plan = self.plan if units is None else dataclasses.replace(self.plan, units_read=units_read)
-        context = assemble(query, self.cut, plan, chosen, ranking, proposals)
+        floors = self.floors(query, units_read)
+        chosen = self.select(proposals, ranking, floors, units_read)
+        context = self.assemble(query, chosen, ranking, proposals, units_read=units_read)
         timings["select+assemble"] = time.perf_counter() - started
-        return dataclasses.replace(context, timings=timings), proposals, ranking, units_read
+        return Retrieved(
+            dataclasses.replace(context, timings=timings), proposals, ranking, units_read, floors
+        )
 
-    def floors(self, query: str, units_read: int) -> tuple[int, ...]:
-        """Each channel's floor for this query: the plan's floors scaled to U, the graph's
-        released to the fill when the ``graph_floor`` rule says so: ``slots`` reserves it only
-        where parents are slots (numbered logs), ``selective`` only when the query's rarest
+    def floors(self, query: str, units_read: int) -> dict[str, int]:
+        """Each channel's floor for this query, by name: the plan's floors scaled to U, the
+        graph's released to the fill when the ``graph_floor`` rule says so: ``slots`` reserves it
+        only where parents are slots (numbered logs), ``selective`` only when the query's rarest
         entity lies in at most as many parents as the floor has units, ``off`` never."""
         floors = scaled_floors(self.plan.floors, units_read)
         if self.rules.floors == "none":
-            return (0,) * len(floors)
-        rule = self.rules.graph_floor
-        if rule == "always" or floors[2] == 0:
+            return dict.fromkeys(floors, 0)
+        rule, graph = self.rules.graph_floor, floors["graph"]
+        if rule == "always" or graph == 0:
             return floors
         if rule == "slots":
             reserved = self.plan.parent_rule == "slot"
         elif rule == "selective":
-            reserved = self._graph.selective(query, floors[2])
+            reserved = self._graph.selective(query, graph)
         else:
             reserved = False
-        return floors if reserved else (*floors[:2], 0)
+        return floors if reserved else {**floors, "graph": 0}
 
     def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
         """The context, with each channel's floor and proposals, the rerank order and why each
         unit was kept, from one retrieval pass."""
-        context, proposals, ranking, units_read = self._retrieve(query, units)
-        floors = self.floors(query, units_read)
-        return context, {
-            "units_read": units_read,
-            "rerank": ranking.method,
+        done = self.retrieve(query, units)
+        return done.context, {
+            "units_read": done.units_read,
+            "rerank": done.ranking.method,
             "graph_seeds": self._graph.seeds(query),
             "channels": [
-                {"channel": p.channel, "floor": f, "proposals": list(p.units)}
-                for p, f in zip(proposals, floors, strict=True)
+                {"channel": p.channel, "floor": done.floors[p.channel], "proposals": list(p.units)}
+                for p in done.proposals
             ],
-            "rerank_order": list(ranking.order),
-            "kept": [dataclasses.asdict(p) for p in context.provenance],
+            "rerank_order": list(done.ranking.order),
+            "kept": [dataclasses.asdict(p) for p in done.context.provenance],
         }
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One retrieval pass: the context, each channel's proposals, the candidate order, U and the
+    floors by channel name."""
+
+    context: Context
+    proposals: list[Proposals]
+    ranking: Ranking
+    units_read: int
+    floors: dict[str, int]
 
 
 def indexes(

@@ -4,6 +4,11 @@ A plan carries every setting the later stages read (branch, budgets, parent
 rule, floors, U, order, supersession) together with the measurements that led
 there and the reasons in words. ``Plan.from_json(plan.to_json()) == plan``
 holds exactly; floats are written with ``repr`` precision by ``json``.
+
+Schema versions: 2 writes ``floors`` by channel name (``{"dense": 4, "bm25":
+3, "graph": 3}``); 1 wrote them as a list of three numbers in the order
+dense, BM25, graph. A version-1 plan (a store's saved derive result, a plan
+file written by ``muster derive --json``) is read by :func:`migrated`.
 """
 
 from __future__ import annotations
@@ -12,9 +17,13 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from muster_exact.errors import PlanError
+from muster_exact.channels import by_channel
+from muster_exact.errors import InputError, PlanError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
+# The channels a version-1 plan's floors list named, in its order (fixed: never the registry's).
+V1_FLOOR_CHANNELS = ("dense", "bm25", "graph")
 
 Branch = Literal["numbered_log", "record_store", "prose"]
 BRANCHES: tuple[Branch, ...] = ("numbered_log", "record_store", "prose")
@@ -81,7 +90,7 @@ class Plan:
     prose_budget: int
     parent_rule: Literal["slot", "group"]
     parent_group_size: int | None
-    floors: tuple[int, int, int]
+    floors: dict[str, int]  # units per ten reserved for each channel, by name
     units_read: int
     order: Literal["serial", "stored"]
     supersession: bool
@@ -93,7 +102,6 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["floors"] = list(self.floors)
         data["reasons"] = list(self.reasons)
         return data
 
@@ -104,11 +112,7 @@ class Plan:
     def from_dict(cls, data: Any) -> Plan:
         if not isinstance(data, dict):
             raise PlanError(f"a plan must be a JSON object, not {type(data).__name__}")
-        version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise PlanError(
-                f"plan schema_version {version!r} is not supported (this library reads {SCHEMA_VERSION})"
-            )
+        data = migrated(data)
         _check_keys(cls, data, "plan")
         try:
             values = dict(data)
@@ -116,15 +120,13 @@ class Plan:
             values["stats"] = _nested(Stats, values.get("stats", {}), "stats")
             if values.get("retrieval") is not None:
                 values["retrieval"] = _nested(Retrieval, values["retrieval"], "retrieval")
-            values["floors"] = tuple(values["floors"])
+            values["floors"] = _floors(values["floors"])
             values["reasons"] = tuple(values.get("reasons", ()))
             plan = cls(**values)
         except (TypeError, KeyError) as exc:
             raise PlanError(f"plan JSON is incomplete or malformed: {exc}") from None
         if plan.branch not in BRANCHES:
             raise PlanError(f"unknown branch {plan.branch!r}; expected one of {', '.join(BRANCHES)}")
-        if len(plan.floors) != 3:
-            raise PlanError("floors must list three numbers: dense, BM25, graph")
         return plan
 
     @classmethod
@@ -134,6 +136,37 @@ class Plan:
         except json.JSONDecodeError as exc:
             raise PlanError(f"plan is not valid JSON ({exc.msg} at line {exc.lineno})") from None
         return cls.from_dict(data)
+
+
+def migrated(data: dict[str, Any]) -> dict[str, Any]:
+    """A plan's JSON object in the current schema: version 1's floors list becomes floors by
+    channel name. Raises PlanError for a version this library cannot read."""
+    version = data.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise PlanError(
+            f"plan schema_version {version!r} is not supported "
+            f"(this library reads {', '.join(map(str, READABLE_VERSIONS))})"
+        )
+    if version == SCHEMA_VERSION:
+        return data
+    floors = data.get("floors")
+    if isinstance(floors, list):
+        if len(floors) != len(V1_FLOOR_CHANNELS):
+            raise PlanError("a version-1 plan's floors list three numbers: dense, BM25, graph")
+        floors = dict(zip(V1_FLOOR_CHANNELS, floors, strict=True))
+    return {**data, "floors": floors, "schema_version": SCHEMA_VERSION}
+
+
+def _floors(value: Any) -> dict[str, int]:
+    """Floors by channel name, over every registered channel in order (one not named: 0)."""
+    if not isinstance(value, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value.values()
+    ):
+        raise PlanError('floors must map channel names to whole numbers, e.g. {"dense": 4, "bm25": 3}')
+    try:
+        return by_channel(value)
+    except InputError as exc:
+        raise PlanError(f"plan floors: {exc}") from None
 
 
 def _check_keys(cls: type, data: dict[str, Any], what: str) -> None:

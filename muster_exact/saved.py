@@ -24,7 +24,9 @@ from muster_exact.errors import PlanError
 from muster_exact.plan import Plan
 from muster_exact.records import Source
 
-FORMAT = 1
+# 2: the plan's floors by channel name (plan schema 2). A format-1 row would still read (the plan
+# migrates), but the store keys rows by FORMAT, so it is derived afresh once and saved in 2.
+FORMAT = 2
 NONE = -1  # an absent count, serial, span or slot in the integer arrays
 
 

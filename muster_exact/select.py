@@ -1,8 +1,9 @@
 """Selection under reserved floors (SPEC 4).
 
-U slots are filled in two passes. First each channel, in the order dense,
-BM25, graph, takes its floor (floors per ten scaled to U, rounded so they sum
-to U) from its own proposals in rerank order, skipping units already taken.
+U slots are filled in two passes. First each channel, in the registry's order
+(``muster_exact.channels.CHANNEL_ORDER``: dense, BM25, graph), takes its floor
+(floors per ten scaled to U, rounded so they sum to U) from its own proposals
+in rerank order, skipping units already taken.
 Then slots a channel could not fill go to the best remaining proposed units
 in rerank order. The rerank order already breaks ties by stored position.
 """
@@ -13,10 +14,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from muster_exact.channels import Proposals
+from muster_exact.channels import CHANNEL_ORDER, Floors, Proposals, by_channel
 from muster_exact.rerank import Ranking
 
-CHANNEL_ORDER = ("dense", "bm25", "graph")
+__all__ = ["CHANNEL_ORDER", "Selected", "scaled_floors", "select"]
 
 
 @dataclass(frozen=True)
@@ -25,33 +26,37 @@ class Selected:
     reason: str  # "floor:<channel>" or "fill"
 
 
-def scaled_floors(per_ten: Sequence[int], units_read: int) -> tuple[int, ...]:
-    """Floors per ten units scaled to U; largest remainders (then channel order) round up."""
-    total = sum(per_ten)
-    exact = [f * units_read / total for f in per_ten] if total else [0.0] * len(per_ten)
+def scaled_floors(per_ten: Floors, units_read: int) -> dict[str, int]:
+    """Floors per ten units scaled to U, by channel; largest remainders (then channel order)
+    round up."""
+    names = list(by_channel(per_ten))
+    weights = [per_ten.get(name, 0) for name in names]
+    total = sum(weights)
+    exact = [f * units_read / total for f in weights] if total else [0.0] * len(weights)
     floors = [math.floor(x) for x in exact]
     short = units_read - sum(floors) if total else 0
-    by_remainder = sorted(range(len(per_ten)), key=lambda i: (-(exact[i] - floors[i]), i))
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - floors[i]), i))
     for i in by_remainder[:short]:
         floors[i] += 1
-    return tuple(floors)
+    return dict(zip(names, floors, strict=True))
 
 
 def select(
     proposals: Sequence[Proposals],
     ranking: Ranking,
-    floors: Sequence[int],
+    floors: Floors,
     units_read: int,
     *,
     own_order: bool = False,
 ) -> list[Selected]:
-    """``own_order`` (the no-rerank ablation) takes each floor in the channel's own order."""
+    """``floors``: units per channel by name (a channel not named has none). ``own_order`` (the
+    no-rerank ablation) takes each floor in the channel's own order."""
     rank = ranking.rank()
-    by_channel = {p.channel: p for p in proposals}
+    proposed = {p.channel: p for p in proposals}
     chosen: list[Selected] = []
     taken: set[int] = set()
-    for channel, floor in zip(CHANNEL_ORDER, floors, strict=True):
-        own = by_channel.get(channel)
+    for channel, floor in by_channel(floors).items():
+        own = proposed.get(channel)
         if own is None or floor <= 0:
             continue
         got = 0

@@ -22,18 +22,19 @@ Ablations of MUSTER, at the same U:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
-from muster_exact.assemble import Context, assemble
+from muster_exact.assemble import Context
 from muster_exact.channels import Proposals
 from muster_exact.errors import InputError
-from muster_exact.memory import Memory, checked_query, checked_units
+from muster_exact.memory import Memory
 from muster_exact.rerank import Ranking
-from muster_exact.select import Selected, scaled_floors, select
+from muster_exact.select import Selected, scaled_floors
 
 SYSTEMS = ("muster", "full_context", "bm25", "dense", "no_floors", "no_graph", "no_rerank", "score_order")
 BUDGETED = ("full_context", "bm25", "dense")
+# The channel each "no_<channel>" ablation removes: its proposals dropped, its floor free.
+REMOVED = {"no_graph": "graph"}
 
 
 def context(
@@ -44,28 +45,34 @@ def context(
         raise InputError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
     if system == "muster":
         return memory.context(query, units)
-    query = checked_query(query)
-    units_read = memory.plan.units_read if units is None else checked_units(units)
+    query, units_read = memory.checked(query, units)
     if system in BUDGETED:
         if budget is None or budget < 0:
             raise InputError(f"system {system!r} needs a token budget (MUSTER's context tokens)")
         return _budgeted(memory, system, query, budget)
+    return _ablation(memory, system, query, units_read)
+
+
+def _ablation(memory: Memory, system: str, query: str, units_read: int) -> Context:
+    """MUSTER's steps (:meth:`Memory.retrieve`) with one taken out. The floors are the plan's,
+    scaled to U, whatever the memory's floor rules say: an ablation takes out one step of the
+    method as the paper states it."""
     proposals, _ = memory.proposals(query, units_read)
     floors = scaled_floors(memory.plan.floors, units_read)
-    if system == "no_graph":
-        proposals = [p for p in proposals if p.channel != "graph"]
-        floors = (*floors[:2], 0)
-    if system == "no_rerank":
-        ranking = _round_robin(proposals)
-        chosen = select(proposals, ranking, floors, units_read, own_order=True)
-    else:
-        ranking = memory.rank(query, proposals)
-        chosen = select(proposals, ranking, (0, 0, 0) if system == "no_floors" else floors, units_read)
-    plan = dataclasses.replace(memory.plan, units_read=units_read)
-    if system == "score_order":
+    if system in REMOVED:
+        removed = REMOVED[system]
+        proposals = [p for p in proposals if p.channel != removed]
+        floors = {**floors, removed: 0}
+    if system == "no_floors":
+        floors = dict.fromkeys(floors, 0)
+    own_order = system == "no_rerank"
+    ranking = _round_robin(proposals) if own_order else memory.rank(query, proposals)
+    chosen = memory.select(proposals, ranking, floors, units_read, own_order=own_order)
+    by_score = system == "score_order"
+    if by_score:
         order = ranking.rank()
         chosen = sorted(chosen, key=lambda s: order[s.unit])
-    return assemble(query, memory.cut, plan, chosen, ranking, proposals, by_score=system == "score_order")
+    return memory.assemble(query, chosen, ranking, proposals, units_read=units_read, by_score=by_score)
 
 
 def _round_robin(proposals: Sequence[Proposals]) -> Ranking:
@@ -93,9 +100,7 @@ def _budgeted(memory: Memory, system: str, query: str, budget: int) -> Context:
         if used + cost <= budget:
             chosen.append(Selected(unit, f"budget:{system}"))
             used += cost
-    plan = dataclasses.replace(memory.plan, supersession=False)
     ranking = Ranking(system, tuple(s.unit for s in chosen), {})
     proposals = [Proposals(system, ranking.order, ())]
-    if system == "full_context":
-        return assemble(query, memory.cut, plan, chosen, ranking, proposals)
-    return assemble(query, memory.cut, plan, chosen, ranking, proposals, by_score=True)
+    by_score = system != "full_context"  # full context is shown in stored order
+    return memory.assemble(query, chosen, ranking, proposals, supersession=False, by_score=by_score)

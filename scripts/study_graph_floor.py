@@ -26,6 +26,7 @@ from harness.data import DataRoot  # noqa: E402
 from harness.scores import normalise  # noqa: E402
 from muster_exact import variants  # noqa: E402
 from muster_exact.assemble import record_label  # noqa: E402
+from muster_exact.channels.graph import GraphChannel  # noqa: E402
 from muster_exact.memory import build  # noqa: E402
 from muster_exact.rules import EXACT  # noqa: E402
 
@@ -42,7 +43,8 @@ def rows_for(benchmark: str, data: DataRoot) -> list[dict]:
     rows = []
     for store in benchmarks.load(benchmark).stores(data, config):
         memory = build(store.source, preset=preset, models="cpu-small", rules=EXACT)
-        cut = memory.cut
+        cut, graph = memory.cut, memory.channel("graph")
+        assert isinstance(graph, GraphChannel)  # the registry's "graph" channel
         for question in store.questions:
             evidence = set(question.evidence)
             golds = [normalise(g) for g in question.gold if normalise(g)]
@@ -56,7 +58,7 @@ def rows_for(benchmark: str, data: DataRoot) -> list[dict]:
             pushed = sorted(without - set(kept))
             rows.append(
                 {
-                    "rarest": memory.channel("graph").rarest(question.text),  # type: ignore[union-attr]
+                    "rarest": graph.rarest(question.text),
                     "floor": len(floor),
                     "floor_hits": sum(holds(cut, u, evidence, golds) for u in floor),
                     "pushed": len(pushed),

@@ -1,16 +1,46 @@
-"""The three retrieval channels. Each proposes units for a query on its own;
-none imports another, and all share only :class:`Proposals`."""
+"""The retrieval channels, by name. Each proposes units for a query on its own;
+none imports another, and all share only :class:`Proposals`.
+
+:data:`CHANNELS` names them in their fixed order: floors are taken, and
+proposals merged, channel by channel in this order, so it is part of what a
+context is (changing it changes contexts). A fourth channel is its module
+(a class with a ``name`` and ``propose(query, k) -> Proposals``) and one
+``CHANNELS.register`` line here; plans, floors, explain output and the
+ablations then speak of it by its name.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
+
+from muster_exact.registry import Registry
 
 T = TypeVar("T")
 CACHE_SIZE = 4096
+
+CHANNELS: Registry[type] = Registry(
+    "retrieval channel",
+    {
+        "dense": "muster_exact.channels.dense:DenseChannel",
+        "bm25": "muster_exact.channels.bm25:BM25Channel",
+        "graph": "muster_exact.channels.graph:GraphChannel",
+    },
+)
+CHANNEL_ORDER: tuple[str, ...] = tuple(CHANNELS.names())
+
+Floors = Mapping[str, int]  # a number of units per channel, by channel name
+
+
+def by_channel(floors: Floors) -> dict[str, int]:
+    """``floors`` over every channel in :data:`CHANNEL_ORDER` (a channel not named: 0); an unknown
+    name is the registry's typed error."""
+    for name in floors:
+        CHANNELS.check(name)
+    return {name: int(floors.get(name, 0)) for name in CHANNEL_ORDER}
 
 
 @dataclass(frozen=True)
@@ -20,6 +50,14 @@ class Proposals:
     channel: str
     units: tuple[int, ...]
     scores: tuple[float, ...]
+
+
+class Channel(Protocol):
+    """What a retrieval channel offers a memory."""
+
+    name: str
+
+    def propose(self, query: str, k: int) -> Proposals: ...
 
 
 def pool_size(units_read: int) -> int:

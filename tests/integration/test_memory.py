@@ -8,11 +8,13 @@ import sys
 
 import pytest
 
-from muster_exact import InputError, rules, tokens
+from muster_exact import InputError, rules, tokens, variants
+from muster_exact.channels import CHANNEL_ORDER
 from muster_exact.explain import explain
 from muster_exact.memory import build, rules_of
 from muster_exact.plan import Plan
 from muster_exact.presets import PresetError
+from muster_exact.select import scaled_floors
 from tests.conftest import run_muster
 
 CHAT = [
@@ -188,14 +190,61 @@ def test_graph_floor_rules(cache) -> None:
     chat = build(CHAT * 4, models="cpu-small", cache=cache, units=4)
     assert facts.plan.parent_rule == "slot" and chat.plan.parent_rule == "group"
     # Native `slots`: the graph keeps its floor where parents are slots, not on group parents.
-    assert facts.floors("What is the capital of Country3?", 10) == (2, 0, 8)
-    assert chat.floors("Where does Caroline live?", 10) == (4, 3, 0)
-    assert chat.with_rules(graph_floor="always").floors("Where does Caroline live?", 10) == (4, 3, 3)
-    assert facts.with_rules(graph_floor="off").floors("capital of Country3?", 10) == (2, 0, 0)
-    assert facts.with_rules(floors="none").floors("capital of Country3?", 10) == (0, 0, 0)
+    assert facts.floors("What is the capital of Country3?", 10) == {"dense": 2, "bm25": 0, "graph": 8}
+    assert chat.floors("Where does Caroline live?", 10) == {"dense": 4, "bm25": 3, "graph": 0}
+    assert chat.with_rules(graph_floor="always").floors("Where does Caroline live?", 10) == {
+        "dense": 4,
+        "bm25": 3,
+        "graph": 3,
+    }
+    assert facts.with_rules(graph_floor="off").floors("capital of Country3?", 10) == {
+        "dense": 2,
+        "bm25": 0,
+        "graph": 0,
+    }
+    assert facts.with_rules(floors="none").floors("capital of Country3?", 10) == {
+        "dense": 0,
+        "bm25": 0,
+        "graph": 0,
+    }
     # `selective`: reserved when the query's rarest known entity lies in at most floor-many parents.
     selective = facts.with_rules(graph_floor="selective")
-    assert selective.floors("What is the capital of Country3?", 10) == (2, 0, 8)  # one slot
-    assert selective.floors("Which towns does Ann Lee run?", 10) == (2, 0, 0)  # 12 parents > 8
-    assert selective.floors("Is Ann Lee the mayor of Town4?", 10) == (2, 0, 8)  # Town4: one parent
-    assert selective.floors("what about it?", 10) == (2, 0, 0)  # no known entity
+    assert selective.floors("What is the capital of Country3?", 10) == {
+        "dense": 2,
+        "bm25": 0,
+        "graph": 8,
+    }  # one slot
+    assert selective.floors("Which towns does Ann Lee run?", 10) == {
+        "dense": 2,
+        "bm25": 0,
+        "graph": 0,
+    }  # 12 parents > 8
+    assert selective.floors("Is Ann Lee the mayor of Town4?", 10) == {
+        "dense": 2,
+        "bm25": 0,
+        "graph": 8,
+    }  # Town4: one parent
+    assert selective.floors("what about it?", 10) == {"dense": 2, "bm25": 0, "graph": 0}  # no known entity
+
+
+def test_channels_by_name_and_the_ablations_composed_of_public_steps(cache) -> None:
+    memory = build(CHAT, models="cpu-small", cache=cache, units=4)
+    assert list(memory.channels()) == list(CHANNEL_ORDER) == ["dense", "bm25", "graph"]
+    with pytest.raises(InputError, match="unknown retrieval channel 'grpah'; did you mean graph"):
+        memory.channel("grpah")
+    query = "Where does Caroline live now?"
+    done = memory.retrieve(query)
+    assert done.context == memory.context(query) and done.floors == memory.floors(query, 4)
+    _, details = memory.explain_query(query)
+    assert [(c["channel"], c["floor"]) for c in details["channels"]] == list(done.floors.items())
+    # no_graph: the graph's proposals dropped and its floor freed, by name, through the same steps
+    proposals = [p for p in done.proposals if p.channel != "graph"]
+    ranking = memory.rank(query, proposals)
+    floors = {**scaled_floors(memory.plan.floors, 4), "graph": 0}
+    chosen = memory.select(proposals, ranking, floors, 4, own_order=False)
+    expected = memory.assemble(query, chosen, ranking, proposals, units_read=4)
+    ablated = variants.context(memory, "no_graph", query)
+    assert ablated == expected and all("graph" not in p.channels for p in ablated.provenance)
+    assert all(p.reason != "floor:graph" for p in ablated.provenance)
+    no_floors = variants.context(memory, "no_floors", query)
+    assert {p.reason for p in no_floors.provenance} == {"fill"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from muster_exact.channels import Proposals
+from muster_exact.channels import CHANNEL_ORDER, Proposals
+from muster_exact.errors import InputError
 from muster_exact.rerank import Ranking, fuse
 from muster_exact.select import scaled_floors, select
 
@@ -12,20 +13,31 @@ from muster_exact.select import scaled_floors, select
 @pytest.mark.parametrize(
     ("per_ten", "units", "floors"),
     [
-        ((4, 3, 3), 10, (4, 3, 3)),
-        ((4, 3, 3), 20, (8, 6, 6)),
-        ((4, 3, 3), 40, (16, 12, 12)),
-        ((2, 0, 8), 10, (2, 0, 8)),
-        ((2, 0, 8), 40, (8, 0, 32)),
+        ({"dense": 4, "bm25": 3, "graph": 3}, 10, {"dense": 4, "bm25": 3, "graph": 3}),
+        ({"dense": 4, "bm25": 3, "graph": 3}, 20, {"dense": 8, "bm25": 6, "graph": 6}),
+        ({"dense": 4, "bm25": 3, "graph": 3}, 40, {"dense": 16, "bm25": 12, "graph": 12}),
+        ({"dense": 2, "bm25": 0, "graph": 8}, 10, {"dense": 2, "bm25": 0, "graph": 8}),
+        ({"dense": 2, "bm25": 0, "graph": 8}, 40, {"dense": 8, "bm25": 0, "graph": 32}),
         # 6, 4.5, 4.5: the tie on remainders goes to the earlier channel (BM25).
-        ((4, 3, 3), 15, (6, 5, 4)),
-        ((4, 3, 3), 1, (1, 0, 0)),
-        ((2, 0, 8), 3, (1, 0, 2)),
+        ({"dense": 4, "bm25": 3, "graph": 3}, 15, {"dense": 6, "bm25": 5, "graph": 4}),
+        ({"dense": 4, "bm25": 3, "graph": 3}, 1, {"dense": 1, "bm25": 0, "graph": 0}),
+        ({"dense": 2, "bm25": 0, "graph": 8}, 3, {"dense": 1, "bm25": 0, "graph": 2}),
     ],
 )
 def test_scaled_floors_sum_to_u(per_ten, units, floors) -> None:
     assert scaled_floors(per_ten, units) == floors
-    assert sum(floors) == units
+    assert list(scaled_floors(per_ten, units)) == list(CHANNEL_ORDER)
+    assert sum(floors.values()) == units
+
+
+def test_floors_are_by_channel_name() -> None:
+    # a channel not named has no floor; the floors come back over every channel, in order
+    assert scaled_floors({"graph": 8, "dense": 2}, 10) == {"dense": 2, "bm25": 0, "graph": 8}
+    proposals = [Proposals("dense", (1, 2), (0,) * 2), Proposals("graph", (3, 4), (0,) * 2)]
+    chosen = select(proposals, _ranking([4, 3, 2, 1]), {"graph": 1}, 2)
+    assert [(s.unit, s.reason) for s in chosen] == [(4, "floor:graph"), (3, "fill")]
+    with pytest.raises(InputError, match="unknown retrieval channel 'bm52'; did you mean bm25"):
+        scaled_floors({"bm52": 3}, 10)
 
 
 def _ranking(order: list[int]) -> Ranking:
@@ -40,7 +52,7 @@ def test_each_channel_gets_exactly_its_floor() -> None:
     ]
     # The rerank order favours BM25's units; floors still reserve each channel's share.
     ranking = _ranking([11, 12, 13, 14, 21, 22, 23, 24, 6, 5, 4, 3, 2, 1])
-    chosen = select(proposals, ranking, (4, 3, 3), 10)
+    chosen = select(proposals, ranking, {"dense": 4, "bm25": 3, "graph": 3}, 10)
     by_reason: dict[str, list[int]] = {}
     for s in chosen:
         by_reason.setdefault(s.reason, []).append(s.unit)
@@ -55,7 +67,7 @@ def test_shared_units_are_taken_once_and_skipped() -> None:
         Proposals("graph", (9,), (0,)),
     ]
     ranking = _ranking([1, 2, 7, 3, 8, 9])
-    chosen = select(proposals, ranking, (2, 2, 1), 5)
+    chosen = select(proposals, ranking, {"dense": 2, "bm25": 2, "graph": 1}, 5)
     assert [(s.unit, s.reason) for s in chosen] == [
         (1, "floor:dense"),
         (2, "floor:dense"),
@@ -72,7 +84,7 @@ def test_unfilled_floors_go_to_the_best_remaining_units() -> None:
         Proposals("graph", (20,), (0,)),  # one of its 3
     ]
     ranking = _ranking([8, 20, 7, 6, 5, 4, 3, 2, 1])
-    chosen = select(proposals, ranking, (4, 3, 3), 10)
+    chosen = select(proposals, ranking, {"dense": 4, "bm25": 3, "graph": 3}, 10)
     assert [s.unit for s in chosen if s.reason == "floor:dense"] == [8, 7, 6, 5]
     assert [s.unit for s in chosen if s.reason == "floor:graph"] == [20]
     assert [s.unit for s in chosen if s.reason == "fill"] == [4, 3, 2, 1]  # best remaining, only 4 left
@@ -80,7 +92,7 @@ def test_unfilled_floors_go_to_the_best_remaining_units() -> None:
 
 def test_u_larger_than_candidates_returns_them_all() -> None:
     proposals = [Proposals("dense", (2, 1), (0, 0)), Proposals("bm25", (), ()), Proposals("graph", (), ())]
-    chosen = select(proposals, fuse(proposals), (4, 3, 3), 10)
+    chosen = select(proposals, fuse(proposals), {"dense": 4, "bm25": 3, "graph": 3}, 10)
     assert sorted(s.unit for s in chosen) == [1, 2]
 
 
@@ -122,7 +134,7 @@ def test_zscore_fusion_scales_by_spread() -> None:
 def test_floors_in_each_channels_own_order() -> None:
     proposals = [Proposals("dense", (5, 6, 7), (0,) * 3), Proposals("bm25", (8, 9), (0,) * 2)]
     ranking = _ranking([7, 9, 6, 8, 5])
-    chosen = select(proposals, ranking, (2, 1, 0), 4, own_order=True)
+    chosen = select(proposals, ranking, {"dense": 2, "bm25": 1, "graph": 0}, 4, own_order=True)
     # Floors follow the channels' own rankings; the free slot follows the fused order.
     assert [(s.unit, s.reason) for s in chosen] == [
         (5, "floor:dense"),
