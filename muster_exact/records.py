@@ -40,11 +40,11 @@ MAX_INPUT_ENV = "MUSTER_MAX_INPUT_BYTES"
 # Containers inside one record (metadata and every other field) may nest this deep: far above any real
 # record, far below what Python's JSON encoder can recurse through on a server's call stack.
 MAX_METADATA_DEPTH = 64
-# Characters that show nothing: text made of these and white space is empty.
-_INVISIBLE = dict.fromkeys(map(ord, "\x00\u200b\u200c\u200d\u2060\ufeff"))
-
-_SHOWN = re.compile(r"\S")
-_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+# A character that shows: neither white space nor one of the characters that show nothing (NUL and
+# the zero-width ones). Text with none is empty; a line with none is blank and separates blocks.
+_SHOWS = r"[^\s\x00\u200b\u200c\u200d\u2060\ufeff]"
+_SHOWN = re.compile(_SHOWS)
+_BLOCK = re.compile(rf"[^\n]*{_SHOWS}[^\n]*(?:\n[^\n]*{_SHOWS}[^\n]*)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +77,14 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _as_read(text: str) -> str:
+    """A text as a source holds it: no leading BOM, every line end ``\\n``."""
+    return normalise_newlines(text.removeprefix("\ufeff"))
+
+
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: only white space, NUL and zero-width characters."""
-    first = _SHOWN.search(text)
-    if first is not None and ord(first.group()) not in _INVISIBLE:
-        return False  # the first character that is not white space shows: the usual case, no copy
-    return not text.translate(_INVISIBLE).strip()
+    return _SHOWN.search(text) is None
 
 
 def check_nesting(record: Mapping[str, Any], where: str) -> None:
@@ -111,12 +113,21 @@ def check_nesting(record: Mapping[str, Any], where: str) -> None:
 
 
 def blocks(text: str) -> list[tuple[int, int]]:
-    """Spans of the blank-line-separated blocks of ``text``.
+    """Spans of the blank-line-separated blocks of ``text`` (newlines already ``\\n``): the one rule
+    by which a text becomes records, for a text-layout source and for ``muster add`` alike.
 
-    A block is a maximal run of lines that each hold a non-space character; a
-    line of only spaces or tabs separates blocks like an empty one does.
+    A block is a maximal run of lines that each hold a character that shows; a line that shows
+    nothing (empty, or only white space, NUL and zero-width characters: :func:`is_blank`)
+    separates blocks. A block runs from the start of its first line to the end of its last.
     """
     return [match.span() for match in _BLOCK.finditer(text)]
+
+
+def block_texts(text: str) -> list[str]:
+    """The records of a text, one per block (:func:`blocks`), its line ends normalised first: what
+    :func:`from_text` makes records of, as strings."""
+    text = _as_read(text)
+    return [text[start:end] for start, end in blocks(text)]
 
 
 def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Source:
@@ -125,7 +136,7 @@ def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Sou
     A block takes the id of the named span it starts in (benchmark adapters
     use this so units map back to turn or message ids).
     """
-    text = normalise_newlines(text.removeprefix("\ufeff"))
+    text = _as_read(text)
     if is_blank(text):
         raise InputError("empty input: the store has no text; give at least one non-empty record")
     spans = blocks(text)

@@ -73,6 +73,7 @@ from muster_exact.records import (
     SPEAKER_KEYS,
     TEXT_KEYS,
     TIME_KEYS,
+    block_texts,
     check_nesting,
     is_blank,
     load_json,
@@ -1182,9 +1183,9 @@ def read_records_file(
 
 
 def _parse_records(text: str, where: str, suffix: str = "") -> list[Any]:
-    stripped = text.strip()
-    if not stripped:
+    if is_blank(text):
         raise InputError(f"{where} is empty; nothing to add")
+    stripped = text.strip()
     if suffix == ".json":
         value = load_json(stripped, where)
     elif not suffix and stripped[0] in "[{":  # no name to go by: JSON, JSON lines or text
@@ -1195,4 +1196,4 @@ def _parse_records(text: str, where: str, suffix: str = "") -> list[Any]:
         return value if isinstance(value, list) else [value]
     if suffix == ".jsonl" or (not suffix and stripped[0] == "{"):
         return parse_jsonl(stripped, where)
-    return [block for block in (b.strip("\n") for b in stripped.split("\n\n")) if not is_blank(block)]
+    return block_texts(text)  # the blocks `muster query FILE` reads (from_text), by the same rule

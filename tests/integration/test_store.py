@@ -716,6 +716,36 @@ def test_unit_texts_helper_matches_the_memory(tmp_path: Path) -> None:
     assert unit_texts(memory.cut) == memory.unit_texts
 
 
+# One text file, read by `muster query FILE` (read_file) and by `muster add --store` (read_records_file):
+# the same records, the same context. Notes, each its own block; the file's line ends and separators vary.
+NOTES = [
+    "Ana adopted a cat last spring.\nIts name is Miso and it sleeps on the piano.",
+    "Bo moved to Lisbon in May to work at a bakery.",
+    "Ana and Bo met at a concert in Porto.",
+]
+
+
+@pytest.mark.parametrize(
+    ("line_end", "separator"), [("\r\n", "\n\n"), ("\r", "\n\n"), ("\n", "\n \t\n"), ("\n", "\n\n\n\n")]
+)
+def test_a_text_file_added_to_a_store_reads_like_the_file(tmp_path: Path, line_end: str, separator: str) -> None:
+    from muster_exact.records import read_file
+    from muster_exact.store import read_records_file
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes((separator.join(NOTES) + line_end).replace("\n", line_end).encode())
+    source = read_file(path)
+    assert [source.record_text(r) for r in source.records] == NOTES
+    question = "Where did Bo move?"
+    fresh = build(source, models=MODELS, cache=False).context(question).text
+    with Store.open(tmp_path / "notes.muster", models=MODELS) as store:
+        store.add(read_records_file(path))
+        assert [record["text"] for record in store.records()] == NOTES
+        stored = store.context(question).text
+    # The file's reader sees the blank lines as written; the store joins its records with one.
+    assert stored == fresh.replace(separator, "\n\n")
+
+
 # --- the CLI ---------------------------------------------------------------------------------------------
 
 
