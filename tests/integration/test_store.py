@@ -728,7 +728,9 @@ NOTES = [
 @pytest.mark.parametrize(
     ("line_end", "separator"), [("\r\n", "\n\n"), ("\r", "\n\n"), ("\n", "\n \t\n"), ("\n", "\n\n\n\n")]
 )
-def test_a_text_file_added_to_a_store_reads_like_the_file(tmp_path: Path, line_end: str, separator: str) -> None:
+def test_a_text_file_added_to_a_store_reads_like_the_file(
+    tmp_path: Path, line_end: str, separator: str
+) -> None:
     from muster_exact.records import read_file
     from muster_exact.store import read_records_file
 
