@@ -169,27 +169,44 @@ def _first(record: Mapping[str, Any], keys: Iterable[str]) -> Any:
     return None
 
 
-def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
-    """(header, body, id) of one array element, or an InputError naming it."""
+def checked_record(item: Any, index: int) -> dict[str, Any]:
+    """One record as given, checked; a copy with its text under ``text``, else an InputError
+    naming it. The rule every reader of records shares (:func:`from_records`, and
+    :func:`muster_exact.store.validate` before it adds what storing needs): a string, or an object
+    with a string ``text`` (or ``content``) that shows something, its fields nested at most
+    ``MAX_METADATA_DEPTH`` levels."""
+    if isinstance(item, (bytes, bytearray)):
+        raise InputError(f"record {index} is bytes; decode it to text (UTF-8) first")
     if isinstance(item, str):
-        header, body, rid = "", item, None
-    elif isinstance(item, Mapping):
-        body = _first(item, TEXT_KEYS)
-        if body is None:
-            raise InputError(f"record {index} has no text: give each record a 'text' (or 'content') field")
-        if not isinstance(body, str):
-            raise InputError(f"record {index}: 'text' must be a string, not {type(body).__name__}")
-        check_nesting(item, f"record {index}")
-        header = render_header(item)
-        rid = None if item.get("id") is None else str(item["id"])
-    else:
-        raise InputError(
-            f"record {index} is a {type(item).__name__}; records must be strings or objects with 'text'"
-        )
-    body = normalise_newlines(body)
-    if is_blank(body):
+        return _with_text({"text": item}, index)
+    if not isinstance(item, Mapping):
+        raise InputError(f"record {index} is a {type(item).__name__}; give a string or an object with 'text'")
+    record = dict(item)
+    text_key = next((key for key in TEXT_KEYS if key in record), None)
+    if text_key is None:
+        raise InputError(f"record {index} has no text: give it a 'text' (or 'content') field")
+    if text_key != "text":
+        record["text"] = record.pop(text_key)
+    check_nesting(record, f"record {index}")  # before anything that recurses per level
+    return _with_text(record, index)
+
+
+def _with_text(record: dict[str, Any], index: int) -> dict[str, Any]:
+    text = record["text"]
+    if isinstance(text, (bytes, bytearray)):
+        raise InputError(f"record {index}: 'text' is bytes; decode it to text (UTF-8) first")
+    if not isinstance(text, str):
+        raise InputError(f"record {index}: 'text' must be a string, not {type(text).__name__}")
+    if is_blank(text):
         raise InputError(f"record {index} has empty text; drop it or give it text")
-    return header, body, rid
+    return record
+
+
+def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
+    """(header, body, id) of one array element, checked by :func:`checked_record`."""
+    record = checked_record(item, index)
+    rid = None if record.get("id") is None else str(record["id"])
+    return render_header(record), normalise_newlines(record["text"]), rid
 
 
 def from_records(items: Sequence[Any], after: Source | None = None) -> Source:

@@ -71,10 +71,9 @@ from muster_exact.records import (
     MAX_METADATA_DEPTH,
     NOT_JSON,
     SPEAKER_KEYS,
-    TEXT_KEYS,
     TIME_KEYS,
     block_texts,
-    check_nesting,
+    checked_record,
     is_blank,
     load_json,
     parse_jsonl,
@@ -273,34 +272,16 @@ def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
 
 
 def _one(record: Any, index: int) -> dict[str, Any]:
-    if isinstance(record, (bytes, bytearray)):
-        raise InputError(f"record {index} is bytes; decode it to text (UTF-8) first")
-    if isinstance(record, str):
-        item: dict[str, Any] = {"text": record}
-    elif isinstance(record, Mapping):
-        item = dict(record)
-    else:
-        raise InputError(
-            f"record {index} is a {type(record).__name__}; give a string or an object with 'text'"
-        )
-    text_key = next((k for k in TEXT_KEYS if k in item), None)
-    if text_key is None:
-        raise InputError(f"record {index} has no text: give it a 'text' field")
-    text = item[text_key]
-    if isinstance(text, (bytes, bytearray)):
-        raise InputError(f"record {index}: 'text' is bytes; decode it to text (UTF-8) first")
-    if not isinstance(text, str):
-        raise InputError(f"record {index}: 'text' must be a string, not {type(text).__name__}")
-    if is_blank(text):
-        raise InputError(f"record {index} has empty text")
+    """One record in its stored form: :func:`records.checked_record`, then what storing needs
+    (bounded sizes, valid Unicode, scalar speaker and time, a usable id, JSON)."""
+    item = checked_record(record, index)
+    text = item["text"]
     if len(text) > MAX_RECORD_CHARS:
         raise InputError(
             f"record {index} has {len(text):,} characters; a record holds at most {MAX_RECORD_CHARS:,} "
             "(split long documents into several records)"
         )
     check_unicode(text, f"record {index}")
-    if text_key != "text":
-        item["text"] = item.pop(text_key)
     for keys in (SPEAKER_KEYS, TIME_KEYS):
         for key in keys:
             if key in item and item[key] is not None and not isinstance(item[key], (str, int, float)):
@@ -315,7 +296,6 @@ def _one(record: Any, index: int) -> dict[str, Any]:
         if not record_id.strip() or len(record_id) > MAX_ID_CHARS:
             raise InputError(f"record {index}: 'id' must be 1 to {MAX_ID_CHARS} characters")
         item["id"] = record_id
-    check_nesting(item, f"record {index}")  # before json.dumps, which recurses per level
     try:
         json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
