@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from muster_exact import __version__
 from muster_exact.errors import InputError, MusterError, ResourceMissing
-from muster_exact.models import MissingExtra
+from muster_exact.optional import MissingExtra
 from muster_exact.serve.backend import MAX_RECORDS_PER_CALL, MAX_UNITS, TOKEN_ENV, Backend, ServeError
 from muster_exact.store import MAX_ID_CHARS, MAX_RECORD_CHARS, StoreError
 
