@@ -27,19 +27,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from muster_exact.errors import InputError
+from muster_exact.limits import DEFAULT_MAX_INPUT_BYTES, MAX_METADATA_DEPTH
 
 Layout = Literal["text", "records"]
 RECORD_SEPARATOR = "\n\n"
 TEXT_KEYS = ("text", "content")
 SPEAKER_KEYS = ("speaker", "role")
 TIME_KEYS = ("time", "timestamp", "date")
-# The most bytes one input (a file, or standard input) may hold: 60 times the largest benchmark file
-# (4.2 MB), and room for the largest add (64 M characters of up to 4 UTF-8 bytes each).
-DEFAULT_MAX_INPUT_BYTES = 256 * 1024 * 1024
 MAX_INPUT_ENV = "MUSTER_MAX_INPUT_BYTES"
-# Containers inside one record (metadata and every other field) may nest this deep: far above any real
-# record, far below what Python's JSON encoder can recurse through on a server's call stack.
-MAX_METADATA_DEPTH = 64
 # A character that shows: neither white space nor one of the characters that show nothing (NUL and
 # the zero-width ones). Text with none is empty; a line with none is blank and separates blocks.
 _SHOWS = r"[^\s\x00\u200b\u200c\u200d\u2060\ufeff]"

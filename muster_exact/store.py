@@ -66,9 +66,9 @@ from muster_exact.errors import (
     StoreFull,
     StoreReadOnly,
 )
+from muster_exact.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_METADATA_DEPTH, MAX_RECORD_CHARS
 from muster_exact.memo import Memo
 from muster_exact.records import (
-    MAX_METADATA_DEPTH,
     NOT_JSON,
     SPEAKER_KEYS,
     TIME_KEYS,
@@ -104,9 +104,6 @@ log = logging.getLogger(__name__)
 APPLICATION = "muster-store"
 SCHEMA_VERSION = 3
 DEFAULT_NAMESPACE = "default"
-MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
-MAX_ADD_CHARS = 64_000_000  # one add call
-MAX_ID_CHARS = 512
 BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another writer
 # How long a delete waits for other connections' reads to end before it reports its erase pending.
 ERASE_WAIT_MS = 5_000
