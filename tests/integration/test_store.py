@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from muster_exact import store as store_module
+from muster_exact import store_file
 from muster_exact.corpora import locomo_sessions
 from muster_exact.errors import InputError
 from muster_exact.memory import Memory, build, unit_texts
@@ -620,10 +621,10 @@ def test_an_older_schema_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest
     path = tmp_path / "old.muster"
     with Store.open(path) as store:
         store.add("kept across the migration")
-    current = store_module.SCHEMA_VERSION
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", current + 1)
-    migrations = {**store_module.MIGRATIONS, current: "CREATE TABLE notes (note TEXT)"}
-    monkeypatch.setattr(store_module, "MIGRATIONS", migrations)
+    current = store_file.SCHEMA_VERSION
+    monkeypatch.setattr(store_file, "SCHEMA_VERSION", current + 1)  # where opening reads them
+    migrations = {**store_file.MIGRATIONS, current: "CREATE TABLE notes (note TEXT)"}
+    monkeypatch.setattr(store_file, "MIGRATIONS", migrations)
     with Store.open(path) as store:
         assert [r["text"] for r in store.records()] == ["kept across the migration"]
     db = sqlite3.connect(path)
