@@ -271,7 +271,8 @@ def _cmd_verify_contexts(args: argparse.Namespace) -> int:
 
 
 def _input_limit_option(p: argparse.ArgumentParser) -> None:
-    from muster_exact.records import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV
+    from muster_exact.limits import DEFAULT_MAX_INPUT_BYTES
+    from muster_exact.records import MAX_INPUT_ENV
 
     p.add_argument(
         "--max-input-bytes",
@@ -340,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_info)
 
+    from muster_exact.limits import DEFAULT_MAX_BODY
     from muster_exact.serve.backend import DEFAULT_MAX_OPEN, TOKEN_ENV
 
     for name, text in (
@@ -372,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
                 help=f"as ${TOKEN_ENV}, which is better: a command line is visible to every user (ps)",
             )
             p.add_argument(
-                "--max-body", type=int, default=16 * 1024 * 1024, help="request body limit in bytes"
+                "--max-body", type=int, default=DEFAULT_MAX_BODY, help="request body limit in bytes"
             )
             p.add_argument(
                 "--allow-host",

@@ -32,7 +32,9 @@ _DATE = re.compile(
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?![\w])")
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,60})[\"”]")
 _WORD = re.compile(r"[^\W_][\w'’.&-]*")
-_NAME_JOINERS = frozenset("of the and de da di del du la le van von der den y al bin & for".split())
+# Lower-case words a capitalised name runs across when another capitalised word follows ("University
+# of Oxford", "Leonardo da Vinci"). The one list of name words: slots.CONNECTORS is this list and more.
+NAME_JOINERS = frozenset("of the and de da di del du la le van von der den y al bin & for".split())
 # Capitalised words that open sentences without naming anything.
 OPENERS = frozenset(
     """the a an i i'm i've i'd i'll it it's he she we you they this that these those there here
@@ -66,13 +68,13 @@ def _name_runs(text: str) -> Iterable[str]:
             nxt = words[j].group()
             if _capitalised(nxt):
                 last = j
-            elif nxt.lower() not in _NAME_JOINERS:
+            elif nxt.lower() not in NAME_JOINERS:
                 break
             j += 1
         run = words[i : last + 1]
         if at_start and run[0].group().lower() in OPENERS:
             run = run[1:]
-            while run and run[0].group().lower() in _NAME_JOINERS:
+            while run and run[0].group().lower() in NAME_JOINERS:
                 run = run[1:]
         if run and _capitalised(run[0].group()):
             yield text[run[0].start() : run[-1].end()]

@@ -32,6 +32,7 @@ from muster_exact.cut import Cut, Growth, Unit
 from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, Derived, analyse
 from muster_exact.derive import grown as derived_grown
 from muster_exact.errors import InputError
+from muster_exact.limits import MAX_QUERY_CHARS
 from muster_exact.memo import COUNT, Codec, Memo, counts, strings
 from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
 from muster_exact.pieces import Pieces, WindowLike, pieces_of
@@ -45,7 +46,6 @@ from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_ca
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 20_000
 ENTITIES: Codec[frozenset[str]] = Codec(sorted, lambda v: frozenset(strings(v)))
 SPANS: Codec[list[tuple[int, int]]] = Codec(
     lambda s: [list(x) for x in s], lambda v: [(a, b) for a, b in (counts(pair) for pair in v)]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import logging
 import os
 import shutil
@@ -27,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from muster_exact import progress
-from muster_exact.errors import MusterError, ResourceMissing
+from muster_exact import optional, progress
+from muster_exact.errors import ResourceMissing
+from muster_exact.optional import MissingExtra as MissingExtra  # where callers have imported it from
 from muster_exact.registry import Registry
 
 if TYPE_CHECKING:
@@ -47,10 +47,6 @@ QUANTISATION = "avx2"
 INT8_SUFFIX = f"int8_{QUANTISATION}"
 EMBED_BATCH = 32
 RERANK_BATCH = 32
-
-
-class MissingExtra(MusterError):
-    """An optional dependency is not installed."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +104,8 @@ def profile(name: str | Models) -> Models:
 
 
 def require(module: str) -> Any:
-    """Import an optional dependency or say which extra to install."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingExtra(f"{module} is not installed ({exc}); run {INSTALL_MODELS}") from None
+    """A library of the models extra (:func:`muster_exact.optional.require`)."""
+    return optional.require(module, INSTALL_MODELS)
 
 
 def resolve(ref: ModelRef) -> Path:
@@ -314,10 +307,7 @@ def onnx_model(ref: ModelRef) -> tuple[Path, str]:
     from muster_exact.tokens import resource_dir
 
     for module in ("onnxruntime", "optimum.onnxruntime"):
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise MissingExtra(f"{module} is not installed ({exc}); run {INSTALL_ONNX}") from None
+        optional.require(module, INSTALL_ONNX)
     st = require("sentence_transformers")
     name = "model.onnx" if ref.backend == "onnx" else f"model_{INT8_SUFFIX}.onnx"
     directory = resource_dir() / "onnx" / hashlib.sha256(ref.key.encode()).hexdigest()[:16]

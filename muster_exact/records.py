@@ -27,24 +27,19 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from muster_exact.errors import InputError
+from muster_exact.limits import DEFAULT_MAX_INPUT_BYTES, MAX_METADATA_DEPTH
 
 Layout = Literal["text", "records"]
 RECORD_SEPARATOR = "\n\n"
 TEXT_KEYS = ("text", "content")
 SPEAKER_KEYS = ("speaker", "role")
 TIME_KEYS = ("time", "timestamp", "date")
-# The most bytes one input (a file, or standard input) may hold: 60 times the largest benchmark file
-# (4.2 MB), and room for the largest add (64 M characters of up to 4 UTF-8 bytes each).
-DEFAULT_MAX_INPUT_BYTES = 256 * 1024 * 1024
 MAX_INPUT_ENV = "MUSTER_MAX_INPUT_BYTES"
-# Containers inside one record (metadata and every other field) may nest this deep: far above any real
-# record, far below what Python's JSON encoder can recurse through on a server's call stack.
-MAX_METADATA_DEPTH = 64
-# Characters that show nothing: text made of these and white space is empty.
-_INVISIBLE = dict.fromkeys(map(ord, "\x00\u200b\u200c\u200d\u2060\ufeff"))
-
-_SHOWN = re.compile(r"\S")
-_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+# A character that shows: neither white space nor one of the characters that show nothing (NUL and
+# the zero-width ones). Text with none is empty; a line with none is blank and separates blocks.
+_SHOWS = r"[^\s\x00\u200b\u200c\u200d\u2060\ufeff]"
+_SHOWN = re.compile(_SHOWS)
+_BLOCK = re.compile(rf"[^\n]*{_SHOWS}[^\n]*(?:\n[^\n]*{_SHOWS}[^\n]*)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +72,14 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _as_read(text: str) -> str:
+    """A text as a source holds it: no leading BOM, every line end ``\\n``."""
+    return normalise_newlines(text.removeprefix("\ufeff"))
+
+
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: only white space, NUL and zero-width characters."""
-    first = _SHOWN.search(text)
-    if first is not None and ord(first.group()) not in _INVISIBLE:
-        return False  # the first character that is not white space shows: the usual case, no copy
-    return not text.translate(_INVISIBLE).strip()
+    return _SHOWN.search(text) is None
 
 
 def check_nesting(record: Mapping[str, Any], where: str) -> None:
@@ -111,12 +108,21 @@ def check_nesting(record: Mapping[str, Any], where: str) -> None:
 
 
 def blocks(text: str) -> list[tuple[int, int]]:
-    """Spans of the blank-line-separated blocks of ``text``.
+    """Spans of the blank-line-separated blocks of ``text`` (newlines already ``\\n``): the one rule
+    by which a text becomes records, for a text-layout source and for ``muster add`` alike.
 
-    A block is a maximal run of lines that each hold a non-space character; a
-    line of only spaces or tabs separates blocks like an empty one does.
+    A block is a maximal run of lines that each hold a character that shows; a line that shows
+    nothing (empty, or only white space, NUL and zero-width characters: :func:`is_blank`)
+    separates blocks. A block runs from the start of its first line to the end of its last.
     """
     return [match.span() for match in _BLOCK.finditer(text)]
+
+
+def block_texts(text: str) -> list[str]:
+    """The records of a text, one per block (:func:`blocks`), its line ends normalised first: what
+    :func:`from_text` makes records of, as strings."""
+    text = _as_read(text)
+    return [text[start:end] for start, end in blocks(text)]
 
 
 def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Source:
@@ -125,7 +131,7 @@ def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Sou
     A block takes the id of the named span it starts in (benchmark adapters
     use this so units map back to turn or message ids).
     """
-    text = normalise_newlines(text.removeprefix("\ufeff"))
+    text = _as_read(text)
     if is_blank(text):
         raise InputError("empty input: the store has no text; give at least one non-empty record")
     spans = blocks(text)
@@ -158,27 +164,44 @@ def _first(record: Mapping[str, Any], keys: Iterable[str]) -> Any:
     return None
 
 
-def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
-    """(header, body, id) of one array element, or an InputError naming it."""
+def checked_record(item: Any, index: int) -> dict[str, Any]:
+    """One record as given, checked; a copy with its text under ``text``, else an InputError
+    naming it. The rule every reader of records shares (:func:`from_records`, and
+    :func:`muster_exact.store.validate` before it adds what storing needs): a string, or an object
+    with a string ``text`` (or ``content``) that shows something, its fields nested at most
+    ``MAX_METADATA_DEPTH`` levels."""
+    if isinstance(item, (bytes, bytearray)):
+        raise InputError(f"record {index} is bytes; decode it to text (UTF-8) first")
     if isinstance(item, str):
-        header, body, rid = "", item, None
-    elif isinstance(item, Mapping):
-        body = _first(item, TEXT_KEYS)
-        if body is None:
-            raise InputError(f"record {index} has no text: give each record a 'text' (or 'content') field")
-        if not isinstance(body, str):
-            raise InputError(f"record {index}: 'text' must be a string, not {type(body).__name__}")
-        check_nesting(item, f"record {index}")
-        header = render_header(item)
-        rid = None if item.get("id") is None else str(item["id"])
-    else:
-        raise InputError(
-            f"record {index} is a {type(item).__name__}; records must be strings or objects with 'text'"
-        )
-    body = normalise_newlines(body)
-    if is_blank(body):
+        return _with_text({"text": item}, index)
+    if not isinstance(item, Mapping):
+        raise InputError(f"record {index} is a {type(item).__name__}; give a string or an object with 'text'")
+    record = dict(item)
+    text_key = next((key for key in TEXT_KEYS if key in record), None)
+    if text_key is None:
+        raise InputError(f"record {index} has no text: give it a 'text' (or 'content') field")
+    if text_key != "text":
+        record["text"] = record.pop(text_key)
+    check_nesting(record, f"record {index}")  # before anything that recurses per level
+    return _with_text(record, index)
+
+
+def _with_text(record: dict[str, Any], index: int) -> dict[str, Any]:
+    text = record["text"]
+    if isinstance(text, (bytes, bytearray)):
+        raise InputError(f"record {index}: 'text' is bytes; decode it to text (UTF-8) first")
+    if not isinstance(text, str):
+        raise InputError(f"record {index}: 'text' must be a string, not {type(text).__name__}")
+    if is_blank(text):
         raise InputError(f"record {index} has empty text; drop it or give it text")
-    return header, body, rid
+    return record
+
+
+def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
+    """(header, body, id) of one array element, checked by :func:`checked_record`."""
+    record = checked_record(item, index)
+    rid = None if record.get("id") is None else str(record["id"])
+    return render_header(record), normalise_newlines(record["text"]), rid
 
 
 def from_records(items: Sequence[Any], after: Source | None = None) -> Source:

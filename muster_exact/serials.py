@@ -1,8 +1,8 @@
 """Leading serials: ``12. `` (the paper's style) and the native styles.
 
 A serial is an integer at the very start of a line (or of a record's text)
-that ends within the first 32 characters. ``strip`` removes it for retrieval;
-the reader still sees the line as written.
+that ends within the first 32 characters. :func:`read` gives its number and
+where it ends; the reader still sees the line as written.
 """
 
 from __future__ import annotations
@@ -33,8 +33,3 @@ def read(text: str, style: str, start: int = 0) -> Serial | None:
     """The serial of ``style`` at ``text[start:]``, if there is one."""
     match = STYLES[style].match(text, start)
     return None if match is None else Serial(int(match.group(1)), match.end())
-
-
-def strip(text: str, style: str) -> str:
-    serial = read(text, style)
-    return text if serial is None else text[serial.end :]

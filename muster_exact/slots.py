@@ -24,12 +24,16 @@ delete a true fact, so every doubt falls on the side of not merging.
 
 from __future__ import annotations
 
+from muster_exact.entities import NAME_JOINERS
+
 MAX_WORDS = 40
-# Words that may sit inside a capitalised name: "University of Oxford",
-# "Kingdom of the Netherlands", "Bosnia and Herzegovina", "Leonardo da Vinci".
-CONNECTORS = frozenset(
-    "of the and de da di del della du la le les van von der den y al bin & for on upon".split()
-)
+# Words that may sit inside a capitalised value: "University of Oxford", "Kingdom of the
+# Netherlands", "Bosnia and Herzegovina", "Leonardo da Vinci". The entity rule's name words
+# (entities.NAME_JOINERS) and four more a value may run across ("Piero della Francesca", "Newcastle
+# upon Tyne"). Two rules, not one list by accident: an entity joins across these words anywhere in
+# a text ("Paris on Monday" would become one name), a value only at the end of a fact line; and
+# taking the four into the entity rule would change the parent graph's entities, and so contexts.
+CONNECTORS = NAME_JOINERS | frozenset(("della", "les", "on", "upon"))
 # Words after which a lower-case value starts: "plays the position of [wide receiver]".
 RELATIONS = frozenset("is are was were be been of by in at to for with as on from into under than".split())
 _TRAILING_PUNCT = ".!?;:,"

@@ -37,7 +37,12 @@ another program's file is never altered. A killed process leaves each
 ``add`` either whole or absent. A file without write access (or in a folder
 without it) opens read-only: reads work and cache nothing. Every SQLite
 failure leaves as a typed :class:`StoreError` (``StoreCorrupt``,
-``StoreFull``, ``StoreReadOnly``), mapped in one place (:func:`_sqlite_errors`).
+``StoreFull``, ``StoreReadOnly``), mapped in one place.
+
+Here: the :class:`Store` and its results. The file itself (schema, migrations, opening, typed
+SQLite errors) is :mod:`muster_exact.store_file`; what ``add`` accepts,
+:mod:`muster_exact.store_validation`; records from a file for ``muster add``,
+:mod:`muster_exact.store_input`. Their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -46,17 +51,13 @@ import functools
 import hashlib
 import json
 import logging
-import os
-import re
 import sqlite3
-import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from muster_exact.errors import (
     ErasePending,
@@ -66,21 +67,23 @@ from muster_exact.errors import (
     StoreFull,
     StoreReadOnly,
 )
+from muster_exact.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_METADATA_DEPTH, MAX_RECORD_CHARS
 from muster_exact.memo import Memo
-from muster_exact.records import (
-    MAX_METADATA_DEPTH,
-    NOT_JSON,
-    SPEAKER_KEYS,
-    TEXT_KEYS,
-    TIME_KEYS,
-    check_nesting,
-    is_blank,
-    load_json,
-    parse_jsonl,
-    read_input,
-    sniff_json,
+from muster_exact.store_file import (
+    BUILT_SCHEMA,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    access_of,
+    check_path,
+    checkpoint,
+    prepare,
+    sqlite_errors,
+    transaction,
 )
-from muster_exact.vectors import Access, connect
+from muster_exact.store_input import read_records_file
+from muster_exact.store_validation import canonical, check_namespace, check_unicode, validate
+from muster_exact.vectors import Access, connect, drop_texts_not_in
 
 if TYPE_CHECKING:
     from muster_exact.assemble import Context
@@ -89,25 +92,36 @@ if TYPE_CHECKING:
     from muster_exact.memory import Memory
     from muster_exact.plan import Plan
 
+# The public names, and those callers imported from here before the file, validation and input
+# concerns had modules of their own (store_file, store_validation, store_input).
 __all__ = [
+    "BUILT_SCHEMA",
+    "MAX_ADD_CHARS",
+    "MAX_ID_CHARS",
     "MAX_METADATA_DEPTH",
+    "MAX_RECORD_CHARS",
+    "MIGRATIONS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "AddResult",
+    "DeleteResult",
     "ErasePending",
+    "Head",
     "Store",
     "StoreCorrupt",
     "StoreError",
     "StoreFull",
     "StoreReadOnly",
+    "canonical",
+    "check_namespace",
+    "check_unicode",
+    "read_records_file",
+    "validate",
 ]
 
 log = logging.getLogger(__name__)
 
-APPLICATION = "muster-store"
-SCHEMA_VERSION = 3
 DEFAULT_NAMESPACE = "default"
-MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
-MAX_ADD_CHARS = 64_000_000  # one add call
-MAX_ID_CHARS = 512
-BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another writer
 # How long a delete waits for other connections' reads to end before it reports its erase pending.
 ERASE_WAIT_MS = 5_000
 PENDING_ERASURES = "pending_erasures"  # meta key: deletes whose text may still be on disk
@@ -115,66 +129,6 @@ EMPTY_HEAD = hashlib.sha256(b"muster-store").hexdigest()
 # A grown memory's derive result is saved on close or after this many growths (saving is linear
 # in the units; a growth is not): a process killed between saves costs its next open a derive.
 SAVE_AFTER_GROWTHS = 32
-
-SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE records (
-    namespace TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    id TEXT NOT NULL,
-    record TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    request_id TEXT,
-    added_utc REAL NOT NULL,
-    PRIMARY KEY (namespace, seq),
-    UNIQUE (namespace, id)
-);
-CREATE INDEX records_by_request ON records (namespace, request_id);
-CREATE TABLE requests (
-    namespace TEXT NOT NULL,
-    request_id TEXT NOT NULL,
-    result TEXT NOT NULL,
-    PRIMARY KEY (namespace, request_id)
-);
-CREATE TABLE heads (
-    namespace TEXT PRIMARY KEY,
-    records INTEGER NOT NULL,
-    last_seq INTEGER NOT NULL,
-    sha256 TEXT NOT NULL
-);
-CREATE TABLE unit_keys (
-    namespace TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    PRIMARY KEY (namespace, sha256)
-) WITHOUT ROWID;
-"""
-
-
-def _analyses_schema() -> str:
-    from muster_exact.vectors import ANALYSES_SCHEMA
-
-    return ANALYSES_SCHEMA
-
-
-# What the last read derived (plan, units, parents, detection counts: muster_exact.saved), by
-# namespace: a new process opening the store reads it instead of detecting and cutting again.
-# ``head``: the records it is of; ``settings``: what else it depends on (preset, models, version).
-BUILT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS built (
-    namespace TEXT PRIMARY KEY,
-    head TEXT NOT NULL,
-    settings TEXT NOT NULL,
-    state BLOB NOT NULL
-);
-"""
-
-# schema version N -> the SQL that brings a version N file to N + 1.
-MIGRATIONS: dict[int, str] = {
-    # 2: per-text analyses (muster_exact.memo), so a new process re-analyses nothing.
-    1: _analyses_schema(),
-    # 3: the derive result of the last read, so a new process re-cuts nothing.
-    2: BUILT_SCHEMA,
-}
 
 
 @dataclass(frozen=True)
@@ -232,120 +186,6 @@ class DeleteResult:
         }
 
 
-# --- validation ------------------------------------------------------------------
-
-
-def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
-    """Every record checked and put in its stored form, before anything is written.
-
-    A record is a string or an object with ``text`` (or ``content``), and
-    optionally ``speaker``/``role``, ``time``/``timestamp``/``date``, ``id``
-    and ``metadata`` (any JSON value, nested at most ``MAX_METADATA_DEPTH``
-    levels); the whole object must be JSON. Sizes are bounded
-    (``MAX_RECORD_CHARS`` a record, ``MAX_ADD_CHARS`` a call). A text that
-    shows nothing (white space, NUL, zero-width characters) is empty.
-    """
-    if isinstance(records, (str, Mapping)):
-        records = [records]
-    if isinstance(records, (bytes, bytearray)) or not isinstance(records, Sequence):
-        raise InputError(
-            f"add() takes a record or a list of records, not {type(records).__name__}; a record is a "
-            "string or an object with 'text'"
-        )
-    if not records:
-        raise InputError("nothing to add: the record list is empty")
-    total = 0
-    out = []
-    for offset, record in enumerate(records):
-        item = _one(record, start_index + offset)
-        total += len(item["text"])
-        if total > MAX_ADD_CHARS:
-            raise InputError(
-                f"this add carries over {MAX_ADD_CHARS:,} characters; split it into several adds"
-            )
-        out.append(item)
-    ids = [item["id"] for item in out if "id" in item]
-    if len(ids) != len(set(ids)):
-        duplicate = next(i for i in ids if ids.count(i) > 1)
-        raise InputError(f"record id {duplicate!r} appears twice in this add; ids must be unique")
-    return out
-
-
-def _one(record: Any, index: int) -> dict[str, Any]:
-    if isinstance(record, (bytes, bytearray)):
-        raise InputError(f"record {index} is bytes; decode it to text (UTF-8) first")
-    if isinstance(record, str):
-        item: dict[str, Any] = {"text": record}
-    elif isinstance(record, Mapping):
-        item = dict(record)
-    else:
-        raise InputError(
-            f"record {index} is a {type(record).__name__}; give a string or an object with 'text'"
-        )
-    text_key = next((k for k in TEXT_KEYS if k in item), None)
-    if text_key is None:
-        raise InputError(f"record {index} has no text: give it a 'text' field")
-    text = item[text_key]
-    if isinstance(text, (bytes, bytearray)):
-        raise InputError(f"record {index}: 'text' is bytes; decode it to text (UTF-8) first")
-    if not isinstance(text, str):
-        raise InputError(f"record {index}: 'text' must be a string, not {type(text).__name__}")
-    if is_blank(text):
-        raise InputError(f"record {index} has empty text")
-    if len(text) > MAX_RECORD_CHARS:
-        raise InputError(
-            f"record {index} has {len(text):,} characters; a record holds at most {MAX_RECORD_CHARS:,} "
-            "(split long documents into several records)"
-        )
-    check_unicode(text, f"record {index}")
-    if text_key != "text":
-        item["text"] = item.pop(text_key)
-    for keys in (SPEAKER_KEYS, TIME_KEYS):
-        for key in keys:
-            if key in item and item[key] is not None and not isinstance(item[key], (str, int, float)):
-                raise InputError(f"record {index}: '{key}' must be a string or a number")
-            if isinstance(item.get(key), str):
-                check_unicode(item[key], f"record {index} '{key}'")
-    if "id" in item:
-        raw_id = item["id"]
-        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-            raise InputError(f"record {index}: 'id' must be a string or a whole number")
-        record_id = str(raw_id)
-        if not record_id.strip() or len(record_id) > MAX_ID_CHARS:
-            raise InputError(f"record {index}: 'id' must be 1 to {MAX_ID_CHARS} characters")
-        item["id"] = record_id
-    check_nesting(item, f"record {index}")  # before json.dumps, which recurses per level
-    try:
-        json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        raise InputError(
-            f"record {index} is not JSON-serialisable ({exc}); metadata must be JSON values"
-        ) from None
-    return item
-
-
-def check_namespace(namespace: Any) -> str:
-    """A namespace name: 1 to ``MAX_ID_CHARS`` characters, not all blank, valid Unicode (an SQLite key)."""
-    if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
-        raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
-    check_unicode(namespace, "namespace")
-    return namespace
-
-
-def check_unicode(text: str, where: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"{where} is not valid Unicode (a lone surrogate at character {exc.start}); "
-            "decode the bytes as UTF-8 before adding"
-        ) from None
-
-
-def canonical(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
 def _chain(previous: str, record_sha: str) -> str:
     return hashlib.sha256(f"{previous}:{record_sha}".encode()).hexdigest()
 
@@ -361,7 +201,7 @@ def _guarded(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate
 
     @functools.wraps(method)
     def guarded(store: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with _sqlite_errors(store.path):
+        with sqlite_errors(store.path):
             return method(store, *args, **kwargs)
 
     return guarded
@@ -422,16 +262,16 @@ class Store:
         """
         path = Path(path)
         check_namespace(namespace)
-        exists = _check_path(path)
+        exists = check_path(path)
         if not exists and not create:
             raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
-        access = _access(path)
+        access = access_of(path)
         if not exists and access != "rw":
             raise StoreReadOnly(f"cannot create {path}: the folder {path.parent} is read-only")
-        with _sqlite_errors(path):
+        with sqlite_errors(path):
             db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
             try:
-                _prepare(db, path, exists, access)
+                prepare(db, path, exists, access)
                 store = cls(path, db, namespace, preset, models, access)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
             except BaseException:
@@ -480,7 +320,7 @@ class Store:
         return result
 
     def _add(self, items: list[dict[str, Any]], request_id: str | None) -> AddResult:
-        with _transaction(self._db):
+        with transaction(self._db):
             if request_id is not None:
                 previous = self._db.execute(
                     "SELECT result FROM requests WHERE namespace = ? AND request_id = ?",
@@ -536,7 +376,7 @@ class Store:
         return result
 
     def _delete(self, record_ids: Sequence[str] | None, request_id: str | None) -> DeleteResult:
-        with _transaction(self._db):
+        with transaction(self._db):
             if request_id is not None:
                 rows = self._db.execute(
                     "SELECT id FROM records WHERE namespace = ? AND request_id = ? ORDER BY seq",
@@ -583,12 +423,12 @@ class Store:
         with self._lock:
             if self.read_only or not self._pending():
                 return True
-            if not _checkpoint(self._db, wait_ms):
+            if not checkpoint(self._db, wait_ms):
                 log.info("%s: erasing deleted text is still pending (another connection reads)", self.path)
                 return False
-            with _transaction(self._db):
+            with transaction(self._db):
                 self._db.execute("DELETE FROM meta WHERE key = ?", (PENDING_ERASURES,))
-            _checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
+            checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
             return True
 
     def _pending(self) -> int:
@@ -758,7 +598,7 @@ class Store:
 
         self._unsaved = 0
         state = saved.dump(memory.derived)
-        with _transaction(self._db):
+        with transaction(self._db):
             # Only for the records as they are now: had another process deleted some since this
             # memory was read, saving it would write their words back into the file.
             if self._head().sha256 != head.sha256:
@@ -777,7 +617,7 @@ class Store:
             self.rebuilt_because = "the first read"
             return None
         seen, memory = self._memory
-        with self._lock, _transaction(self._db, immediate=False):
+        with self._lock, transaction(self._db, immediate=False):
             head = self._head()
             rows = self._db.execute(
                 "SELECT record, sha256 FROM records WHERE namespace = ? AND seq > ? ORDER BY seq",
@@ -823,7 +663,7 @@ class Store:
 
     def _snapshot(self) -> tuple[Head, list[dict[str, Any]]]:
         """The head and its records, read in one transaction (no add can fall between them)."""
-        with self._lock, _transaction(self._db, immediate=False):
+        with self._lock, transaction(self._db, immediate=False):
             head = self._head()
             records = [json.loads(body) for body in self._records()]
         if not records:
@@ -867,7 +707,7 @@ class Store:
         tail = memory.cut.units[keep:]
         pieces = memory.pieces.texts[memory.pieces.start[keep] if tail else len(memory.pieces.texts) :]
         keys = _live_keys(memory.cut, pieces, tail)
-        with _transaction(self._db):
+        with transaction(self._db):
             self._db.executemany(
                 "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
             )
@@ -879,7 +719,7 @@ class Store:
         known = {row[0] for row in rows}
         if wanted == known:
             return
-        with _transaction(self._db):
+        with transaction(self._db):
             self._db.executemany(
                 "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
                 [(self.namespace, k) for k in sorted(known - wanted)],
@@ -901,16 +741,8 @@ class Store:
             keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan)).texts)
         self._replace_unit_keys(keys)
         self._open_caches()
-        with _transaction(self._db):
-            vectors = self._db.execute(
-                "DELETE FROM vectors WHERE sha256 NOT IN (SELECT sha256 FROM unit_keys)"
-            ).rowcount
-            scores = self._db.execute(
-                "DELETE FROM rerank_scores WHERE text_sha256 NOT IN (SELECT sha256 FROM unit_keys)"
-            ).rowcount
-            # Counts, terms and entities of text no namespace holds any more.
-            self._db.execute("DELETE FROM analyses WHERE sha256 NOT IN (SELECT sha256 FROM unit_keys)")
-        return int(vectors), int(scores)
+        with transaction(self._db):
+            return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")
 
 
 def _live_keys(cut: Cut, piece_texts: Sequence[str], units: Sequence[Unit] | None = None) -> list[str]:
@@ -939,260 +771,3 @@ def _replayed(result: dict[str, Any]) -> AddResult:
         Head(original["namespace"], original["records"], original["last_seq"], original["sha256"]),
         replayed=True,
     )
-
-
-class _transaction:
-    """``BEGIN IMMEDIATE`` (writers wait their turn) or a deferred read transaction; commit or roll back."""
-
-    def __init__(self, db: sqlite3.Connection, immediate: bool = True) -> None:
-        self.db = db
-        self.immediate = immediate
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.db.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
-        return self.db
-
-    def __exit__(self, kind: object, *exc: object) -> None:
-        if kind is None:
-            self.db.execute("COMMIT")
-        elif self.db.in_transaction:  # SQLite rolls some failures (a full disk) back itself
-            self.db.execute("ROLLBACK")
-
-
-def _checkpoint(db: sqlite3.Connection, wait_ms: int) -> bool:
-    """Copy the write-ahead log into the main file and truncate it; False when a reader held it back."""
-    db.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
-    try:
-        busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-    finally:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return int(busy) == 0
-
-
-# --- SQLite failures, as typed errors (the one place they are mapped) -------------------------
-
-
-@contextmanager
-def _sqlite_errors(path: Path) -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise _typed(exc, path) from None
-
-
-def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
-    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
-    detail = str(exc)
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or detail.startswith("no such "):
-        return StoreCorrupt(
-            f"{path} is damaged ({detail}); restore it from a backup (`sqlite3 {path} .recover` may "
-            "save its records)"
-        )
-    if code == sqlite3.SQLITE_FULL:
-        return StoreFull(
-            f"{path}: the disk is full (or the file reached its size limit); this write was rolled "
-            "back, free some space and retry"
-        )
-    if code == sqlite3.SQLITE_READONLY:
-        return StoreReadOnly(
-            f"{path} is read-only ({detail}); reads work, writes need write access to the file and its folder"
-        )
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreError(f"{path} is locked by another process ({detail}); retry when it is done")
-    return StoreError(f"{path} cannot be used as a store ({detail})")
-
-
-# --- opening: what the path is, how it may be opened, what the file holds ---------------------
-
-_CREATED_TABLE = re.compile(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)")
-
-
-def _check_path(path: Path) -> bool:
-    """Whether a store file is there (non-empty); refuse anything but a regular file or nothing."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise StoreError(f"cannot use {path} as a store: {exc.strerror}") from None
-    if info is not None and stat.S_ISDIR(info.st_mode):
-        raise StoreError(f"{path} is a directory; give a file path for the store")
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        # A device or FIFO: SQLite would write a journal beside it (/dev/null-journal) or wait forever.
-        raise StoreError(f"{path} is not a regular file (a device, FIFO or socket); give a file path")
-    if not path.parent.is_dir():
-        raise StoreError(f"cannot create {path}: the directory {path.parent} does not exist")
-    return info is not None and info.st_size > 0
-
-
-def _access(path: Path) -> Access:
-    """``rw`` when the file (if there) and its folder are writable, else read-only.
-
-    Read-only in a read-only folder with no write-ahead log beside the file is ``immutable``: no
-    write can be pending and none can start (a writer would have to create the log), and SQLite
-    can then read without creating its shared-memory file there.
-    """
-
-    def writable(p: Path) -> bool:
-        return os.access(p, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
-
-    folder = writable(path.parent)
-    if folder and (not path.exists() or writable(path)):
-        return "rw"
-    if folder or path.with_name(path.name + "-wal").exists():
-        return "ro"
-    return "immutable"
-
-
-def _prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -> None:
-    """Create the schema in a new file, or check and migrate an existing one.
-
-    Another program's SQLite file is refused before anything is written to it.
-    """
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    tables = _first_read(db, path)
-    meta = _check_not_foreign(db, path, tables) if exists else {}
-    if not tables:
-        with _transaction(db):
-            from muster_exact.vectors import ANALYSES_SCHEMA, SCORES_SCHEMA
-            from muster_exact.vectors import SCHEMA as VECTORS
-
-            for statement in _statements(SCHEMA + VECTORS + SCORES_SCHEMA + ANALYSES_SCHEMA + BUILT_SCHEMA):
-                db.execute(statement)
-            db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
-            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-    else:
-        _check_and_migrate(db, path, meta, access)
-    if access == "rw":
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
-
-
-def _first_read(db: sqlite3.Connection, path: Path) -> set[str]:
-    """The file's tables, read through SQLite. The header is never read with ``open()``: closing
-    any descriptor of the file drops every POSIX lock this process holds on it, and another
-    process could then reset the write-ahead log under a live connection (a lost write)."""
-    try:
-        return _tables(db)
-    except sqlite3.DatabaseError as exc:
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_NOTADB:
-            raise StoreError(
-                f"{path} is not a MUSTER store (not an SQLite file); give a new path or a store file"
-            ) from None
-        raise
-
-
-def _tables(db: sqlite3.Connection) -> set[str]:
-    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    return {row[0] for row in rows if not row[0].startswith("sqlite_")}
-
-
-def _known_tables() -> set[str]:
-    """Every table a MUSTER store holds: made by the schema or by a migration."""
-    from muster_exact.vectors import ANALYSES_SCHEMA, SCORES_SCHEMA
-    from muster_exact.vectors import SCHEMA as VECTORS
-
-    scripts = [SCHEMA, VECTORS, SCORES_SCHEMA, ANALYSES_SCHEMA, BUILT_SCHEMA, *MIGRATIONS.values()]
-    return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
-
-
-def _check_not_foreign(db: sqlite3.Connection, path: Path, tables: set[str]) -> dict[str, str]:
-    """The ``meta`` of a MUSTER store; any other SQLite file is refused, and nothing is written to it.
-
-    A MUSTER store never sets ``user_version`` or ``application_id``; another program's file may.
-    """
-    for pragma in ("user_version", "application_id"):
-        value = db.execute(f"PRAGMA {pragma}").fetchone()[0]
-        if value:
-            raise StoreError(
-                f"{path} is an SQLite file of another program ({pragma} {value}), not a MUSTER store; "
-                "give a new path or a store file"
-            )
-    meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
-    if tables and meta.get("application") != APPLICATION:
-        raise StoreError(f"{path} is an SQLite file but not a MUSTER store; give a new path or a store file")
-    return meta
-
-
-def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str], access: Access) -> None:
-    version = _schema_version(meta.get("schema_version", "0"), path)
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{path} was written by a newer MUSTER (store schema {version}; this one reads up to "
-            f"{SCHEMA_VERSION}); upgrade muster-memory to open it"
-        )
-    if version < SCHEMA_VERSION and access != "rw":
-        raise StoreReadOnly(
-            f"{path} needs a migration to store schema {SCHEMA_VERSION} but is read-only; open it once "
-            "with write access"
-        )
-    while version < SCHEMA_VERSION:
-        migration = MIGRATIONS.get(version)
-        if migration is None:
-            raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
-        with _transaction(db):
-            for statement in _statements(migration):
-                db.execute(statement)
-            version += 1
-            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
-        log.info("migrated %s to store schema %d", path, version)
-    _check_tables(path, _tables(db))
-
-
-def _schema_version(value: str, path: Path) -> int:
-    if not value.isdigit():
-        raise StoreCorrupt(
-            f"{path} is damaged: its schema version {value!r} is not a number; restore it from a backup"
-        )
-    return int(value)
-
-
-def _check_tables(path: Path, tables: set[str]) -> None:
-    known = _known_tables()
-    if missing := sorted(known - tables):
-        raise StoreCorrupt(
-            f"{path} is damaged: table {', '.join(missing)} is missing; restore it from a backup"
-        )
-    if foreign := sorted(tables - known):
-        raise StoreError(
-            f"{path} holds tables MUSTER does not make ({', '.join(foreign)}): another program's file? "
-            "give a MUSTER store or a new path"
-        )
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
-# --- records from a file or standard input (muster add) --------------------------------------
-
-
-def read_records_file(
-    path: str | Path | None, stdin: BinaryIO | None = None, max_bytes: int | None = None
-) -> list[Any]:
-    """Records to add from a file (``.json`` array, ``.jsonl``, or text: one record per
-    blank-line-separated block) or from standard input (JSON, JSON lines, or text), read by the
-    one input reader (:func:`muster_exact.records.read_input`: regular files, a size cap)."""
-    if path is None or str(path) == "-":
-        if stdin is None:
-            raise InputError("no input: give a file, or '-' with records on standard input")
-        return _parse_records(read_input(stdin, max_bytes), "standard input")
-    path = Path(path)
-    return _parse_records(read_input(path, max_bytes), str(path), path.suffix.lower())
-
-
-def _parse_records(text: str, where: str, suffix: str = "") -> list[Any]:
-    stripped = text.strip()
-    if not stripped:
-        raise InputError(f"{where} is empty; nothing to add")
-    if suffix == ".json":
-        value = load_json(stripped, where)
-    elif not suffix and stripped[0] in "[{":  # no name to go by: JSON, JSON lines or text
-        value = sniff_json(stripped, where)
-    else:
-        value = NOT_JSON
-    if value is not NOT_JSON:
-        return value if isinstance(value, list) else [value]
-    if suffix == ".jsonl" or (not suffix and stripped[0] == "{"):
-        return parse_jsonl(stripped, where)
-    return [block for block in (b.strip("\n") for b in stripped.split("\n\n")) if not is_blank(block)]

@@ -200,6 +200,21 @@ class AnalysisCache(_Table):
         self._insert(f"{len(rows)} analyses", "INSERT OR REPLACE INTO analyses VALUES (?, ?, ?)", rows)
 
 
+# Every cache table: a store file holds them beside its records (muster_exact.store_file).
+CACHE_SCHEMAS = SCHEMA + SCORES_SCHEMA + ANALYSES_SCHEMA
+
+
+def drop_texts_not_in(db: sqlite3.Connection, live: str) -> tuple[int, int]:
+    """Delete every cached vector, cross-encoder score and analysis of a text whose hash the query
+    ``live`` (``SELECT sha256 FROM ...``) does not list, in the caller's transaction on ``db``: a
+    store's delete, which keeps only what its records still use. (Vectors, scores) dropped."""
+    vectors = db.execute(f"DELETE FROM vectors WHERE sha256 NOT IN ({live})").rowcount
+    scores = db.execute(f"DELETE FROM rerank_scores WHERE text_sha256 NOT IN ({live})").rowcount
+    # Counts, terms and entities of text no namespace holds any more.
+    db.execute(f"DELETE FROM analyses WHERE sha256 NOT IN ({live})")
+    return int(vectors), int(scores)
+
+
 def embed_cached(
     texts: Sequence[str],
     model_id: str,

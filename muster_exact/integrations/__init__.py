@@ -5,6 +5,8 @@
 * :mod:`.langgraph_node`: a LangGraph node that recalls into state and remembers the turn
   (``pip install langgraph``).
 
+A missing framework raises :class:`muster_exact.optional.MissingExtra` (:func:`require`).
+
 All of them call :class:`muster_exact.serve.backend.Backend`, and turn a typed
 library error into a message the model can read (``error: ...``) rather than
 an exception that ends the agent's run.
@@ -16,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from muster_exact import optional
 from muster_exact.errors import MusterError
 
 
@@ -28,12 +31,7 @@ def told(call: Callable[[], Any]) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
-def require(module: str, install: str) -> Any:
-    import importlib
-
-    from muster_exact.models import MissingExtra
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingExtra(f"{module} is not installed; run pip install {install}") from None
+def require(module: str, package: str) -> Any:
+    """A framework an integration needs (:func:`muster_exact.optional.require`), ``package`` its
+    name on PyPI."""
+    return optional.require(module, f"pip install {package}")

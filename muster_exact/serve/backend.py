@@ -28,10 +28,9 @@ from typing import Any
 
 from muster_exact.assemble import record_label
 from muster_exact.errors import InputError, MusterError
+from muster_exact.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.store import DEFAULT_NAMESPACE, EMPTY_HEAD, Head, Store, check_namespace, check_unicode
 
-MAX_UNITS = 200  # a read budget beyond this is almost surely a mistake (and a slow reply)
-MAX_RECORDS_PER_CALL = 10_000
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
 DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
 

@@ -40,15 +40,22 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from muster_exact import __version__
 from muster_exact.errors import InputError, MusterError, ResourceMissing
-from muster_exact.models import MissingExtra
-from muster_exact.serve.backend import MAX_RECORDS_PER_CALL, MAX_UNITS, TOKEN_ENV, Backend, ServeError
-from muster_exact.store import MAX_ID_CHARS, MAX_RECORD_CHARS, StoreError
+from muster_exact.limits import (
+    DEFAULT_MAX_BODY,
+    MAX_ID_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_RECORD_CHARS,
+    MAX_RECORDS_PER_CALL,
+    MAX_UNITS,
+)
+from muster_exact.optional import MissingExtra
+from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError
+from muster_exact.store import StoreError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-DEFAULT_MAX_BODY = 16 * 1024 * 1024  # bytes
 OPEN_PATHS = ("/healthz",)
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -87,7 +94,7 @@ Records = Annotated[
     WithJsonSchema({"type": "array", "items": _RECORD, "minItems": 1, "maxItems": MAX_RECORDS_PER_CALL}),
 ]
 Name = Annotated[Any, WithJsonSchema(_NAME)]
-Query = Annotated[Any, WithJsonSchema({**_TEXT, "maxLength": 20_000})]
+Query = Annotated[Any, WithJsonSchema({**_TEXT, "maxLength": MAX_QUERY_CHARS})]
 Units = Annotated[Any, WithJsonSchema({"type": ["integer", "null"], "minimum": 1, "maximum": MAX_UNITS})]
 
 

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeAlias
 from pydantic import PlainValidator, WithJsonSchema
 
 from muster_exact.errors import InputError, MusterError
-from muster_exact.serve.backend import MAX_UNITS, Backend
+from muster_exact.limits import MAX_UNITS
+from muster_exact.serve.backend import Backend
 from muster_exact.store import check_unicode
 
 log = logging.getLogger(__name__)

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from muster_exact import store as store_module
+from muster_exact import store_file
 from muster_exact.corpora import locomo_sessions
 from muster_exact.errors import InputError
 from muster_exact.memory import Memory, build, unit_texts
@@ -620,10 +621,10 @@ def test_an_older_schema_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest
     path = tmp_path / "old.muster"
     with Store.open(path) as store:
         store.add("kept across the migration")
-    current = store_module.SCHEMA_VERSION
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", current + 1)
-    migrations = {**store_module.MIGRATIONS, current: "CREATE TABLE notes (note TEXT)"}
-    monkeypatch.setattr(store_module, "MIGRATIONS", migrations)
+    current = store_file.SCHEMA_VERSION
+    monkeypatch.setattr(store_file, "SCHEMA_VERSION", current + 1)  # where opening reads them
+    migrations = {**store_file.MIGRATIONS, current: "CREATE TABLE notes (note TEXT)"}
+    monkeypatch.setattr(store_file, "MIGRATIONS", migrations)
     with Store.open(path) as store:
         assert [r["text"] for r in store.records()] == ["kept across the migration"]
     db = sqlite3.connect(path)
@@ -714,6 +715,38 @@ def test_unit_texts_helper_matches_the_memory(tmp_path: Path) -> None:
     records, _ = fact_records(50)
     memory = build(records, models=MODELS)
     assert unit_texts(memory.cut) == memory.unit_texts
+
+
+# One text file, read by `muster query FILE` (read_file) and by `muster add --store` (read_records_file):
+# the same records, the same context. Notes, each its own block; the file's line ends and separators vary.
+NOTES = [
+    "Ana adopted a cat last spring.\nIts name is Miso and it sleeps on the piano.",
+    "Bo moved to Lisbon in May to work at a bakery.",
+    "Ana and Bo met at a concert in Porto.",
+]
+
+
+@pytest.mark.parametrize(
+    ("line_end", "separator"), [("\r\n", "\n\n"), ("\r", "\n\n"), ("\n", "\n \t\n"), ("\n", "\n\n\n\n")]
+)
+def test_a_text_file_added_to_a_store_reads_like_the_file(
+    tmp_path: Path, line_end: str, separator: str
+) -> None:
+    from muster_exact.records import read_file
+    from muster_exact.store import read_records_file
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes((separator.join(NOTES) + line_end).replace("\n", line_end).encode())
+    source = read_file(path)
+    assert [source.record_text(r) for r in source.records] == NOTES
+    question = "Where did Bo move?"
+    fresh = build(source, models=MODELS, cache=False).context(question).text
+    with Store.open(tmp_path / "notes.muster", models=MODELS) as store:
+        store.add(read_records_file(path))
+        assert [record["text"] for record in store.records()] == NOTES
+        stored = store.context(question).text
+    # The file's reader sees the blank lines as written; the store joins its records with one.
+    assert stored == fresh.replace(separator, "\n\n")
 
 
 # --- the CLI ---------------------------------------------------------------------------------------------

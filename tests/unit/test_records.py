@@ -98,3 +98,31 @@ def test_blocks_equal_a_line_by_line_reading(lines: list[str]) -> None:
     if current is not None:
         expected.append(tuple(current))
     assert blocks(text) == expected
+
+
+# One text file, one set of records: `muster query FILE` reads it with read_file, `muster add --store`
+# with read_records_file; both split it into blocks by the same rule.
+SPLIT_ALIKE = {
+    "crlf": (b"Ana adopted a cat.\r\nIts name is Miso.\r\n\r\nBo moved to Lisbon.\r\n", None),
+    "cr": (b"Ana adopted a cat.\r\rBo moved to Lisbon.\r", None),
+    "whitespace line": (b"Ana adopted a cat.\nIts name is Miso.\n \t \nBo moved to Lisbon.\n", None),
+    "invisible line": ("Ana adopted a cat.\nIts name is Miso.\n\u200b \nBo moved to Lisbon.".encode(), None),
+    "leading spaces": (b"  Ana adopted a cat.\nIts name is Miso.\n\n\n\nBo moved to Lisbon.  \n", "  Ana"),
+}
+
+
+@pytest.mark.parametrize("name", list(SPLIT_ALIKE))
+def test_a_text_file_gives_query_and_add_the_same_records(tmp_path, name: str) -> None:
+    from io import BytesIO
+
+    from muster_exact.store import read_records_file
+
+    content, first = SPLIT_ALIKE[name]
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    source = read_file(path)
+    read = [source.record_text(r) for r in source.records]
+    assert len(read) == 2 and read[0].startswith(first or "Ana") and read[1].startswith("Bo moved")
+    assert "\r" not in "".join(read)
+    assert read_records_file(path) == read
+    assert read_records_file(None, BytesIO(content)) == read  # standard input, no name to go by
