@@ -24,6 +24,7 @@ REGISTRY: Registry[Benchmark] = Registry(
         "locomo_refined": "harness.benchmarks.locomo_refined:LOCOMO_REFINED",
         "mab": "harness.benchmarks.mab:MAB",
         "beam": "harness.benchmarks.beam:BEAM_BENCHMARK",
+        "longmemeval": "harness.benchmarks.longmemeval:LONGMEMEVAL",
     },
 )
 
