@@ -28,7 +28,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from muster_exact.corpora import LOCOMO
 from muster_exact.errors import DataError
+
+# The benchmark whose judge is audited, and the files (under the data root) the audit reads.
+BENCHMARK = "locomo"
+LOCOMO_FILE = str(LOCOMO)
+ERRATA_FILE = "locomo/errata/locomo-audit_errors.json"
+OUTPUTS = "locomo/outputs"
+PUBLISHED = {
+    **{
+        f"fc-{run}": f"{OUTPUTS}/locomo-audit_fc-baseline/{run}/eval_results.json"
+        for run in ("gpt-4o-mini-cot", "gpt-4o-mini-memos", "gpt-4.1-mini-cot", "gpt-4.1-mini-memos")
+    },
+    "ap-v1": f"{OUTPUTS}/locomo-audit_ap-baseline/v1/ap_eval_results_scored.json",
+    "ap-v2": f"{OUTPUTS}/locomo-audit_ap-baseline/v2/ap_eval_results_scored.json",
+}
 
 ALL = "all"
 _AUDIT_ID = re.compile(r"locomo_(\d+)_qa(\d+)")

@@ -54,8 +54,6 @@ class BenchmarkConfig:
     # Optional subsets, for quick runs: store names, and the first N questions of each store.
     stores: list[str] = field(default_factory=list)
     questions_per_store: int | None = None
-    # The presets it runs, <preset_family>.u*, when not its own name's (locomo_refined: locomo).
-    preset_family: str | None = None
 
 
 # A frozen preset file, as Hydra composes it; harness.config.check holds it to the file.
@@ -149,9 +147,11 @@ def check(cfg: DictConfig) -> None:
 
 
 def preset_family(cfg: DictConfig) -> str:
-    """The presets the chosen benchmark runs, ``<family>.u*``: its own name's unless its config
-    names another (locomo_refined runs LoCoMo's)."""
-    family: str = cfg.benchmark.preset_family or cfg.benchmark.name
+    """The presets the chosen benchmark runs, ``<family>.u*``: its module says (locomo_refined runs
+    LoCoMo's); imported here, not at the top, because the benchmark modules import this one."""
+    from harness import benchmarks
+
+    family: str = benchmarks.load(cfg.benchmark.name).preset_family
     return family
 
 

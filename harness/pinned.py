@@ -28,9 +28,12 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from muster_exact.errors import ManifestError, MusterError
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 MANIFEST = "scorers.json"
@@ -179,6 +182,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"missing  {name}: {exc}", file=sys.stderr)
     print(f"{len(files.pins) - missing} of {len(files.pins)} pinned files available")
     return 1 if missing else 0
+
+
+def pinned_files(cfg: DictConfig) -> PinnedFiles:
+    """The pinned files a run's config points at (its manifests, mirror and base URL)."""
+    mirror = cfg.paths.scorers_mirror
+    return PinnedFiles(
+        Path(cfg.paths.manifests) / MANIFEST,
+        mirror=Path(mirror) if mirror else None,
+        base_url=cfg.paths.scorers_url or None,
+    )
 
 
 def describe(files: PinnedFiles | None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.record import utc_now
+from harness.run_record import utc_now
 from muster_exact import __version__ as library_version
 from muster_exact import presets
 from muster_exact.errors import MusterError
@@ -128,6 +128,32 @@ def shard_name(name: str, shard: int, shards: int) -> str:
 
 
 # --- locks ---------------------------------------------------------------------
+
+
+class StageOrderError(MusterError):
+    """A stage needs the output of an earlier one that has not run."""
+
+
+def saved_contexts(directory: Path, known: set[str]) -> dict[str, dict[str, Any]]:
+    """The contexts run's lines by question id; none saved is the stage order's error."""
+    path = directory / CONTEXTS
+    lines = {line["qid"]: line for line in read_jsonl(path, known).rows}
+    if not lines:
+        raise StageOrderError(
+            f"no contexts at {path}; run stage=contexts first with the same "
+            "benchmark, preset, models and system"
+        )
+    return lines
+
+
+def saved_answers(directory: Path, known: set[str]) -> list[dict[str, Any]]:
+    """The answer run's lines; none saved is the stage order's error."""
+    lines = read_jsonl(directory / ANSWERS, known).rows
+    if not lines:
+        raise StageOrderError(
+            f"no answers at {directory / ANSWERS}; run stage=answer first with the same reader"
+        )
+    return lines
 
 
 class RunLocked(MusterError):

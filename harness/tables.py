@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import runs
+from harness import benchmarks, runs
+from harness.benchmark import Benchmark
+from harness.judging import question_metrics
 
 METRICS = ("evidence_recall", "evidence_hit", "answer_in_context")
 BOOTSTRAP = 1000
@@ -122,9 +124,8 @@ def comparison(directories: dict[str, Path]) -> pd.DataFrame:
 JUDGED = "judged"
 
 
-def judged_frame(directory: Path, benchmark: str, official_quirks: bool) -> pd.DataFrame:
+def judged_frame(directory: Path, benchmark: Benchmark, official_quirks: bool) -> pd.DataFrame:
     """One row per judged question (in benchmark order), its metrics recomputed from the saved line."""
-    from harness import judging
 
     rows = []
     for line in sorted(runs.read_jsonl(directory / runs.JUDGMENTS).rows, key=lambda x: x["order"]):
@@ -135,7 +136,7 @@ def judged_frame(directory: Path, benchmark: str, official_quirks: bool) -> pd.D
                 "category": str(line["category"]),
                 "failed": float(line.get("answer") is None),
                 "judge_failed": float(bool(line.get("judge_failures"))),
-                **judging.question_metrics(benchmark, line, official_quirks),
+                **question_metrics(benchmark, line, official_quirks),
             }
         )
     return pd.DataFrame(rows)
@@ -149,7 +150,7 @@ def _metric_columns(frame: pd.DataFrame) -> list[str]:
 def summarise_judged(frame: pd.DataFrame, clustered: bool) -> pd.DataFrame:
     """Per category and 'all': n, failures, each metric's mean and 95% bootstrap interval.
 
-    ``clustered`` (BEAM): a category's value is the mean over conversations of
+    ``clustered`` (the benchmark says, e.g. BEAM): a category's value is the mean over conversations of
     the conversation's mean, 'all' the mean over categories, as BEAM reports;
     the interval resamples conversations.
     """
@@ -217,16 +218,10 @@ def write_judged_tables(
     """``judged.csv`` and ``judged.md`` (per category, intervals) from the saved judgments alone."""
     out_dir = out_dir or directory
     out_dir.mkdir(parents=True, exist_ok=True)
-    frame = judged_frame(directory, benchmark, official_quirks)
-    summary = summarise_judged(frame, clustered=benchmark == "beam")
+    scored = benchmarks.load(benchmark)
+    frame = judged_frame(directory, scored, official_quirks)
+    summary = summarise_judged(frame, clustered=scored.clustered)
     summary.to_csv(out_dir / f"{JUDGED}.csv", index=False)
-    quirks = ""
-    if benchmark == "beam":
-        state = "on" if official_quirks else "off"
-        quirks = (
-            f"\nOfficial-scorer quirks {state}: `rubric_official` truncates 0.5 to 0 for every ability "
-            "but event_ordering, as the official code does; `rubric` keeps the judge's scores.\n"
-        )
-    text = f"# Judged answers: {benchmark}\n{quirks}\n{markdown(summary)}"
+    text = f"# Judged answers: {benchmark}\n{scored.table_note(official_quirks)}\n{markdown(summary)}"
     (out_dir / f"{JUDGED}.md").write_text(text, encoding="utf-8")
     return text

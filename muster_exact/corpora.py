@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from muster_exact.errors import DataError
 from muster_exact.records import RECORD_SEPARATOR, Source, from_text
+from muster_exact.registry import Registry
 
 MAB_CONFLICT = Path("memoryagentbench/data/Conflict_Resolution.json")
 LOCOMO = Path("locomo/locomo10.json")
+LOCOMO_REFINED_RAW = Path("locomo_refined/raw/locomo_refined.json")
+LOCOMO_REFINED_QUESTIONS = Path("locomo_refined/public/questions.jsonl")
 BEAM_DIR = Path("beam")
 BEAM_CHAT_FILES = ("chat_trunecated.json", "chat.json")
 _SESSION_KEY = re.compile(r"session_(\d+)$")
@@ -48,7 +51,13 @@ class Question:
 
 
 @dataclass(frozen=True)
-class Store:
+class BenchmarkStore:
+    """One benchmark store as presented: its text with record ids, and its questions.
+
+    Not :class:`muster_exact.store.Store` (a persistent memory on disk): this is
+    read-only benchmark data.
+    """
+
     benchmark: str
     name: str
     source: Source
@@ -96,7 +105,7 @@ def _load_json(path: Path) -> Any:
 # --- MemoryAgentBench -------------------------------------------------------
 
 
-def mab_stores(path: Path) -> Iterator[Store]:
+def mab_stores(path: Path) -> Iterator[BenchmarkStore]:
     rows = _load_json(path)
     if not isinstance(rows, list):
         raise DataError(f"{path}: expected a list of rows with 'context' and 'metadata'")
@@ -106,7 +115,7 @@ def mab_stores(path: Path) -> Iterator[Store]:
             context = row["context"]
         except (KeyError, TypeError):
             raise DataError(f"{path}: row {index} has no 'context' or 'metadata.source'") from None
-        yield Store("memoryagentbench", name, from_text(context), tuple(mab_questions(row, name)))
+        yield BenchmarkStore("memoryagentbench", name, from_text(context), tuple(mab_questions(row, name)))
 
 
 def mab_questions(row: dict[str, Any], name: str) -> Iterator[Question]:
@@ -146,14 +155,14 @@ def locomo_source(sample: dict[str, Any]) -> Source:
     )
 
 
-def locomo_stores(path: Path) -> Iterator[Store]:
+def locomo_stores(path: Path) -> Iterator[BenchmarkStore]:
     samples = _load_json(path)
     if not isinstance(samples, list):
         raise DataError(f"{path}: expected a list of conversations")
     for sample in samples:
         try:
             questions = tuple(locomo_questions(sample))
-            yield Store("locomo", sample["sample_id"], locomo_source(sample), questions)
+            yield BenchmarkStore("locomo", sample["sample_id"], locomo_source(sample), questions)
         except (KeyError, TypeError) as exc:
             raise DataError(f"{path}: conversation is missing {exc}") from None
 
@@ -172,7 +181,7 @@ def locomo_questions(sample: dict[str, Any]) -> Iterator[Question]:
         )
 
 
-def locomo_refined_stores(raw: Path, questions: Path) -> Iterator[Store]:
+def locomo_refined_stores(raw: Path, questions: Path) -> Iterator[BenchmarkStore]:
     """LoCoMo-Refined: LoCoMo's conversations (raw file) with the refined questions."""
     by_sample: dict[str, list[Question]] = {}
     for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), start=1):
@@ -192,7 +201,7 @@ def locomo_refined_stores(raw: Path, questions: Path) -> Iterator[Store]:
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(f"{questions}:{number}: not a LoCoMo-Refined question ({exc})") from None
     for sample in _load_json(raw):
-        yield Store(
+        yield BenchmarkStore(
             "locomo_refined",
             sample["sample_id"],
             locomo_source(sample),
@@ -262,7 +271,7 @@ def beam_questions(path: Path, name: str) -> Iterator[Question]:
             )
 
 
-def beam_stores(root: Path, scales: Iterable[str] | None = None) -> Iterator[Store]:
+def beam_stores(root: Path, scales: Iterable[str] | None = None) -> Iterator[BenchmarkStore]:
     """BEAM conversations that ship a chat, scale by scale (100K, 1M, ...)."""
     wanted = None if scales is None else set(scales)
     for scale in _numeric_names(root) if root.is_dir() else []:
@@ -273,13 +282,13 @@ def beam_stores(root: Path, scales: Iterable[str] | None = None) -> Iterator[Sto
             if chat_file is not None:
                 name = f"beam-{scale.name}-{conversation.name}"
                 questions = tuple(beam_questions(conversation / "probing_questions.json", name))
-                yield Store("beam", name, beam_source(_load_json(chat_file)), questions)
+                yield BenchmarkStore("beam", name, beam_source(_load_json(chat_file)), questions)
 
 
 # --- all of them ---------------------------------------------------------------
 
 
-def find_stores(data_dir: Path) -> Iterator[Store]:
+def find_stores(data_dir: Path) -> Iterator[BenchmarkStore]:
     """Every benchmark store found under ``data_dir``, in a fixed order."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
@@ -301,18 +310,21 @@ def find_stores(data_dir: Path) -> Iterator[Store]:
         )
 
 
-def benchmark_stores(benchmark: str, data_dir: Path) -> Iterator[Store]:
+# Each benchmark's stores (with questions) from a data root, by the name the harness gives it.
+READERS: Registry[Callable[[Path], Iterator[BenchmarkStore]]] = Registry(
+    "benchmark",
+    {
+        "locomo": lambda root: locomo_stores(root / LOCOMO),
+        "locomo_refined": lambda root: locomo_refined_stores(
+            root / LOCOMO_REFINED_RAW, root / LOCOMO_REFINED_QUESTIONS
+        ),
+        "mab": lambda root: mab_stores(root / MAB_CONFLICT),
+        "beam": lambda root: beam_stores(root / BEAM_DIR),
+    },
+    error=DataError,
+)
+
+
+def benchmark_stores(benchmark: str, data_dir: Path) -> Iterator[BenchmarkStore]:
     """The stores (with questions) of one benchmark as the harness names it."""
-    data_dir = Path(data_dir)
-    if benchmark == "locomo":
-        return locomo_stores(data_dir / LOCOMO)
-    if benchmark == "locomo_refined":
-        return locomo_refined_stores(
-            data_dir / "locomo_refined/raw/locomo_refined.json",
-            data_dir / "locomo_refined/public/questions.jsonl",
-        )
-    if benchmark == "mab":
-        return mab_stores(data_dir / MAB_CONFLICT)
-    if benchmark == "beam":
-        return beam_stores(data_dir / BEAM_DIR)
-    raise DataError(f"unknown benchmark {benchmark!r}; one of locomo, locomo_refined, mab, beam")
+    return READERS.get(benchmark)(Path(data_dir))

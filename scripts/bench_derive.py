@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from muster_exact import __version__, analyse, tokens
-from muster_exact.corpora import Store, beam_stores, find_stores
+from muster_exact.corpora import BenchmarkStore, beam_stores, find_stores
 from muster_exact.records import RECORD_SEPARATOR, from_text
 
 
@@ -124,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     tokens.encoding()  # load once, outside every timing
     rows = []
-    stores: list[Store] = list(find_stores(args.data))
+    stores: list[BenchmarkStore] = list(find_stores(args.data))
     for i, store in enumerate(stores, 1):
         rows.append(measure(store.name, store.source.text, args.repeat))
         print(

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 from harness import benchmarks  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.scores import question_scores  # noqa: E402
+from harness.metrics import question_scores  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
 from muster_exact import __version__, tokens  # noqa: E402
 from muster_exact.memory import build, embedding_pieces, planned, rules_of  # noqa: E402

@@ -26,16 +26,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import runs  # noqa: E402
+from harness import benchmarks, runs  # noqa: E402
 from harness.systems import SYSTEMS  # noqa: E402
 from muster_exact import verify_contexts  # noqa: E402
 from muster_exact.errors import ManifestError  # noqa: E402
 
-# benchmark -> its preset family; every family has u10, u20 and u40.
-BENCHMARKS = (("locomo", "locomo"), ("locomo_refined", "locomo"), ("mab", "mab"), ("beam", "beam"))
 UNITS = (10, 20, 40)
 MODELS = "cpu-small"
 PINNED = {"muster": "exact", "muster_native": "native"}
+
+
+def reproduced() -> list[str]:
+    """The registered benchmarks whose context hashes are pinned, in registration order."""
+    return [name for name in benchmarks.REGISTRY if benchmarks.load(name).reproduced]
 
 
 def step(title: str, command: list[str]) -> float:
@@ -96,8 +99,8 @@ def main() -> None:
         [python, "-m", "harness", "stage=published", f"paths.data_root={args.data}"],
     )
     summary = []
-    for benchmark, family in BENCHMARKS:
-        presets = [f"{family}.u{u}" for u in UNITS]
+    for benchmark in reproduced():
+        presets = [f"{benchmarks.load(benchmark).preset_family}.u{u}" for u in UNITS]
         common = [
             f"benchmark={benchmark}",
             f"models={MODELS}",

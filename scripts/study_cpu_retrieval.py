@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from harness import benchmarks  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.scores import question_scores  # noqa: E402
+from harness.metrics import question_scores  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
 from muster_exact import rules, variants  # noqa: E402
 from muster_exact.memory import Memory, build  # noqa: E402

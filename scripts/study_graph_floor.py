@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 from harness import benchmarks  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.scores import normalise  # noqa: E402
+from harness.metrics import normalise  # noqa: E402
 from muster_exact import variants  # noqa: E402
 from muster_exact.assemble import record_label  # noqa: E402
 from muster_exact.channels.graph import GraphChannel  # noqa: E402

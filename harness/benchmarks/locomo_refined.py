@@ -1,19 +1,55 @@
-"""LoCoMo-Refined (mem-eval-suite/LoCoMo_refined v1.0.0): LoCoMo's conversations, 1,382 refined questions."""
+"""LoCoMo-Refined (mem-eval-suite/LoCoMo_refined v1.0.0): LoCoMo's conversations, 1,382 refined questions.
+
+Answered with LoCoMo's plain prompt; judged by the strict verdict against
+every gold; token F1 and BLEU-1, best over the golds.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
+from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from muster_exact.corpora import Store, locomo_refined_stores
+from harness.judging import Request, verdict_metrics
+from harness.pinned import PinnedFiles
+from harness.prompts import PromptSet, official
+from harness.scorers import locomo_refined as scorer
+from muster_exact.corpora import (
+    LOCOMO_REFINED_QUESTIONS,
+    LOCOMO_REFINED_RAW,
+    BenchmarkStore,
+    locomo_refined_stores,
+)
 
-RAW = "locomo_refined/raw/locomo_refined.json"
-QUESTIONS = "locomo_refined/public/questions.jsonl"
+RAW = str(LOCOMO_REFINED_RAW)
+QUESTIONS = str(LOCOMO_REFINED_QUESTIONS)
 
 
-class LoCoMoRefined:
+class LoCoMoRefined(BenchmarkBase):
     name = "locomo_refined"
+    preset_family = "locomo"
+    reproduced = True
 
-    def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[Store]:
+    def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         return locomo_refined_stores(data.path(RAW), data.path(QUESTIONS))
+
+    def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
+        return official.locomo_refined(pinned)
+
+    def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
+        golds = json.dumps(list(question["gold"]), ensure_ascii=False)
+        return [
+            Request(
+                "verdict", "judge_strict", {"question": question["question"], "answer": answer, "gold": golds}
+            )
+        ]
+
+    def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
+        metrics: dict[str, float | None] = dict(scorer.scores(answer, list(judged["gold"])))
+        metrics.update(verdict_metrics("llm_judge", verdicts.get("verdict", [])))
+        return metrics
+
+
+LOCOMO_REFINED = LoCoMoRefined()

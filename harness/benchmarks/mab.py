@@ -7,6 +7,11 @@ they are read with ``datasets`` from the split's parquet file, taken from a
 local mirror (``memoryagentbench/hf/data/<split>-00000-of-00001.parquet``
 under the data root) or downloaded once at the pinned revision, and checked
 against the SHA-256 pinned in ``manifests/data.json`` either way.
+
+Answered with the official template of the source's dataset (or the plain
+prompt); scored by MemoryAgentBench's lexical metrics, routed by source;
+only the sources the benchmark judges with an LLM (LongMemEval's) get a
+yes/no verdict.
 """
 
 from __future__ import annotations
@@ -16,13 +21,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot, sha256_file
-from muster_exact.corpora import Store, mab_questions, mab_stores
+from harness.judging import Request, verdict_metrics
+from harness.pinned import PinnedFiles
+from harness.prompts import PromptSet, Template, official
+from harness.scorers import mab as scorer
+from muster_exact.corpora import MAB_CONFLICT, BenchmarkStore, Question, mab_questions, mab_stores
 from muster_exact.errors import DataError
 from muster_exact.records import from_text
 
-CONFLICT_JSON = "memoryagentbench/data/Conflict_Resolution.json"
+CONFLICT_JSON = str(MAB_CONFLICT)
+# Sources judged by an LLM (LongMemEval questions); the rest are lexical only.
+LLM_SOURCES = ("longmemeval",)
 SPLITS = ("Accurate_Retrieval", "Test_Time_Learning", "Long_Range_Understanding", "Conflict_Resolution")
 
 
@@ -30,10 +42,35 @@ def parquet_name(split: str) -> str:
     return f"data/{split}-00000-of-00001.parquet"
 
 
-class MemoryAgentBench:
+class MemoryAgentBench(BenchmarkBase):
     name = "mab"
+    preset_family = "mab"
+    reproduced = True
 
-    def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[Store]:
+    def answer_template(self, prompts: PromptSet, question: Question) -> tuple[Template, dict[str, str]]:
+        if dataset := prompts.dataset(question.category):
+            return prompts.get(f"answer:{dataset}"), {"question": question.text}
+        return super().answer_template(prompts, question)
+
+    def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
+        return official.mab(pinned)
+
+    def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
+        if not any(question["category"].startswith(prefix) for prefix in LLM_SOURCES):
+            return []
+        golds = question["gold"]
+        values = {"question": question["question"], "answer": answer, "gold": golds[0] if golds else ""}
+        return [Request("verdict", "judge_yes_no", values)]
+
+    def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
+        metrics: dict[str, float | None] = dict(
+            scorer.scores(answer, list(judged["gold"]), judged["category"])
+        )
+        if "verdict" in verdicts:
+            metrics.update(verdict_metrics("llm_judge", verdicts["verdict"]))
+        return metrics
+
+    def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         for split in config.splits or ["Conflict_Resolution"]:
             if split not in SPLITS:
                 raise DataError(f"unknown MemoryAgentBench split {split!r}; choose from {', '.join(SPLITS)}")
@@ -42,7 +79,7 @@ class MemoryAgentBench:
             else:
                 yield from self._parquet_stores(data, split)
 
-    def _parquet_stores(self, data: DataRoot, split: str) -> Iterator[Store]:
+    def _parquet_stores(self, data: DataRoot, split: str) -> Iterator[BenchmarkStore]:
         path = self._parquet(data, split)
         import datasets
 
@@ -51,13 +88,15 @@ class MemoryAgentBench:
             yield self._store(row, split, index)
 
     @staticmethod
-    def _store(row: dict[str, Any], split: str, index: int) -> Store:
+    def _store(row: dict[str, Any], split: str, index: int) -> BenchmarkStore:
         metadata = row.get("metadata") or {}
         if isinstance(metadata, str):
             metadata = json.loads(metadata)
         name = str(metadata.get("source") or f"{split}_{index}")
         row = {**row, "metadata": metadata}
-        return Store("memoryagentbench", name, from_text(row["context"]), tuple(mab_questions(row, name)))
+        return BenchmarkStore(
+            "memoryagentbench", name, from_text(row["context"]), tuple(mab_questions(row, name))
+        )
 
     @staticmethod
     def _parquet(data: DataRoot, split: str) -> Path:
@@ -90,3 +129,6 @@ class MemoryAgentBench:
             raise DataError(f"{path} has SHA-256 {actual}, expected {expected} (revision {hub['revision']})")
         data.checked[f"memoryagentbench/hf/{parquet_name(split)}"] = actual
         return path
+
+
+MAB = MemoryAgentBench()

@@ -135,7 +135,9 @@ def load(name: str, benchmark: str, pinned: Any = None) -> PromptSet:
     if name == "muster":
         return muster_set()
     if name == "official":
-        from harness.prompts import official
+        from harness import benchmarks  # each benchmark module says where its official prompts are
 
-        return official.prompt_set(benchmark, pinned)
+        if pinned is None:
+            raise PromptError("the official prompts need the pinned scorer files (paths.manifests)")
+        return benchmarks.load(benchmark).official_prompts(pinned)
     raise PromptError(f"unknown prompt set {name!r}; choose one of {', '.join(SETS)}")

@@ -52,16 +52,21 @@ RENAMES = {
 }
 
 
-def prompt_set(benchmark: str, pinned: PinnedFiles | None) -> PromptSet:
-    if pinned is None:
-        raise PromptError("the official prompts need the pinned scorer files (paths.manifests)")
-    builders = {"locomo": _locomo, "locomo_refined": _locomo_refined, "beam": _beam}
-    if benchmark not in (*builders, "mab"):
-        raise PromptError(f"no official prompts for benchmark {benchmark!r}")
-    if benchmark == "mab":
-        templates, datasets = _mab(pinned)
-        return PromptSet("official", templates, datasets)
-    return PromptSet("official", builders[benchmark](pinned))
+def locomo(pinned: PinnedFiles) -> PromptSet:
+    return PromptSet("official", _locomo(pinned))
+
+
+def locomo_refined(pinned: PinnedFiles) -> PromptSet:
+    return PromptSet("official", _locomo_refined(pinned))
+
+
+def mab(pinned: PinnedFiles) -> PromptSet:
+    templates, datasets = _mab(pinned)
+    return PromptSet("official", templates, datasets)
+
+
+def beam(pinned: PinnedFiles) -> PromptSet:
+    return PromptSet("official", _beam(pinned))
 
 
 # --- extraction ---------------------------------------------------------------

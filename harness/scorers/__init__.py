@@ -8,35 +8,11 @@
   two-level aggregation, with upstream's quirks behind ``official_quirks``.
 
 Each module's docstring lists the facts it takes from the benchmark's own
-code (repository, commit, path). :func:`lexical` finds a benchmark's
-per-answer lexical scorer by name, importing its module only then.
+code (repository, commit, path). Which benchmark uses which scorer is
+the benchmark module's business (:mod:`harness.benchmarks`).
 """
 
 from __future__ import annotations
-
-import difflib
-import importlib
-from collections.abc import Callable
-from typing import Any
-
-# Lazy: "module:function", imported on first use.
-LEXICAL_SCORERS = {
-    "locomo": "harness.scorers.locomo:score",
-    "locomo_refined": "harness.scorers.locomo_refined:scores",
-    "mab": "harness.scorers.mab:scores",
-}
-
-
-def lexical(benchmark: str) -> Callable[..., Any]:
-    """The per-answer lexical scorer of ``benchmark`` (BEAM has none: it is judge-scored)."""
-    target = LEXICAL_SCORERS.get(benchmark)
-    if target is None:
-        close = difflib.get_close_matches(benchmark, LEXICAL_SCORERS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise KeyError(f"no lexical scorer for {benchmark!r}{hint} (known: {', '.join(LEXICAL_SCORERS)})")
-    module_name, function_name = target.split(":")
-    scorer: Callable[..., Any] = getattr(importlib.import_module(module_name), function_name)
-    return scorer
 
 
 def sha256s() -> dict[str, str]:

@@ -23,23 +23,17 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from harness import benchmarks, llm, record, runs, systems
+from harness import benchmarks, llm, run_record, runs, systems
 from harness.data import DataRoot
-from harness.pinned import PinnedFiles, describe
-from harness.prompts import PromptSet, Template
+from harness.memories import memory_for
+from harness.pinned import describe, pinned_files
+from harness.prompts import Template
 from harness.prompts import load as load_prompts
-from harness.stages.contexts import memory_for
-from muster_exact.corpora import Question, Store
+from harness.runs import StageOrderError, saved_contexts
+from muster_exact.corpora import BenchmarkStore, Question
 from muster_exact.errors import MusterError
 
 log = logging.getLogger(__name__)
-
-# LoCoMo asks its adversarial questions as a choice between "not mentioned" and the trap answer.
-NOT_MENTIONED = "Not mentioned in the conversation"
-
-
-class StageOrderError(MusterError):
-    """A stage needs the output of an earlier one that has not run."""
 
 
 @dataclass(frozen=True)
@@ -49,33 +43,6 @@ class Job:
     question: Question
     context_sha256: str
     context: str
-
-
-def pinned_files(cfg: DictConfig) -> PinnedFiles:
-    mirror = cfg.paths.scorers_mirror
-    return PinnedFiles(
-        Path(cfg.paths.manifests) / "scorers.json",
-        mirror=Path(mirror) if mirror else None,
-        base_url=cfg.paths.scorers_url or None,
-    )
-
-
-def answer_template(
-    prompts: PromptSet, benchmark: str, question: Question
-) -> tuple[Template, dict[str, str]]:
-    """The template and its values for one question, as the benchmark asks it."""
-    values = {"question": question.text}
-    if benchmark == "locomo" and question.category == "2":
-        return prompts.get("answer_temporal"), values
-    if benchmark == "locomo" and question.category == "5":
-        trap = question.gold[0] if question.gold else ""
-        # Which option comes first is fixed per question (not random per run): reruns ask the same.
-        first = int(hashlib.sha256(question.id.encode()).hexdigest(), 16) % 2 == 0
-        a, b = (NOT_MENTIONED, trap) if first else (trap, NOT_MENTIONED)
-        return prompts.get("answer_choice"), {**values, "option_a": a, "option_b": b}
-    if benchmark == "mab" and (dataset := prompts.dataset(question.category)):
-        return prompts.get(f"answer:{dataset}"), values
-    return prompts.get("answer"), values
 
 
 def choice_answer(reply: str, options: dict[str, str]) -> str:
@@ -88,19 +55,8 @@ def choice_answer(reply: str, options: dict[str, str]) -> str:
     return reply
 
 
-def saved_contexts(directory: Path, known: set[str]) -> dict[str, dict[str, Any]]:
-    path = directory / runs.CONTEXTS
-    lines = {line["qid"]: line for line in runs.read_jsonl(path, known).rows}
-    if not lines:
-        raise StageOrderError(
-            f"no contexts at {path}; run stage=contexts first with the same "
-            "benchmark, preset, models and system"
-        )
-    return lines
-
-
 def jobs(
-    cfg: DictConfig, stores: list[Store], saved: dict[str, dict[str, Any]], done: set[str]
+    cfg: DictConfig, stores: list[BenchmarkStore], saved: dict[str, dict[str, Any]], done: set[str]
 ) -> Iterator[Job]:
     """Questions still to answer, with their contexts (rebuilt and checked against the saved hash)."""
     system = systems.check(cfg.system.name)
@@ -149,10 +105,10 @@ def run(cfg: DictConfig, repo: Path) -> Path:
         done = answered.ids()
         total = sum(len(s.questions) for s in stores)
         client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
-        started = record.utc_now()
+        started = run_record.utc_now()
 
         def ask(job: Job) -> tuple[Template, dict[str, str], llm.Reply | llm.Failure]:
-            template, values = answer_template(prompts, cfg.benchmark.name, job.question)
+            template, values = benchmark.answer_template(prompts, job.question)
             messages = template.messages(context=job.context, **values)
             return template, values, client.ask(messages, template.json_reply)
 
@@ -173,9 +129,9 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 progress.close()
         finally:
             client.cache.close()
-            record.write(
+            run_record.write(
                 directory / "run.json",
-                record.llm_stage(
+                run_record.llm_stage(
                     "answer",
                     OmegaConf.to_container(cfg, resolve=True),
                     repo,
@@ -186,7 +142,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                     client.usage.to_dict(),
                     contexts_run=str(runs.run_dir(cfg)),
                     totals=answer_totals(out_path),  # the whole answers file, over every resume
-                    usage_total=record.usage_total(directory / "run.json", client.usage.to_dict()),
+                    usage_total=run_record.usage_total(directory / "run.json", client.usage.to_dict()),
                     counts={"questions": total, "answered_now": written, "resumed": len(done)},
                 ),
             )

@@ -26,20 +26,19 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from harness import audit, judging, llm, record, runs
+from harness import audit, benchmarks, llm, run_record, runs
 from harness.data import DataRoot
-from harness.pinned import describe
+from harness.judge_calls import judge_one
+from harness.judging import majority
+from harness.pinned import describe, pinned_files
 from harness.prompts import load as load_prompts
-from harness.stages.answer import pinned_files
-from harness.stages.judge import ERRATA_FILE, LOCOMO_FILE, judge_one
-from harness.stages.published import FILES
 from harness.tables import bootstrap_ci, markdown
 
 log = logging.getLogger(__name__)
 
-# The published files (harness.stages.published) this audit judges again.
-WRONG = {name: FILES[name] for name in ("ap-v1", "ap-v2")}
-REAL = {name: FILES[name] for name in ("fc-gpt-4o-mini-cot",)}
+# The published files (harness.audit.PUBLISHED) this audit judges again.
+WRONG = {name: audit.PUBLISHED[name] for name in ("ap-v1", "ap-v2")}
+REAL = {name: audit.PUBLISHED[name] for name in ("fc-gpt-4o-mini-cot",)}
 
 
 def audit_dir(cfg: DictConfig) -> Path:
@@ -52,14 +51,14 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     endpoint = llm.endpoint_from(cfg.judge)
     llm.check_ready(endpoint)
     pinned = pinned_files(cfg)
-    prompts = load_prompts(cfg.judge.prompts, "locomo", pinned)
+    prompts = load_prompts(cfg.judge.prompts, audit.BENCHMARK, pinned)
     data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
-    ids = audit.locomo_ids(data.path(LOCOMO_FILE))
-    errata = audit.load_errata(data.path(ERRATA_FILE), ids) if cfg.judge.errata else None
+    ids = audit.locomo_ids(data.path(audit.LOCOMO_FILE))
+    errata = audit.load_errata(data.path(audit.ERRATA_FILE), ids) if cfg.judge.errata else None
     directory = audit_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
     client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
-    started = record.utc_now()
+    started = run_record.utc_now()
     rows: list[dict[str, Any]] = []
     try:
         for name, relative in {**WRONG, **REAL}.items():
@@ -72,9 +71,9 @@ def run(cfg: DictConfig, repo: Path) -> Path:
         (directory / "audit.md").write_text(text, encoding="utf-8")
     finally:
         client.cache.close()
-        record.write(
+        run_record.write(
             directory / "run.json",
-            record.llm_stage(
+            run_record.llm_stage(
                 "audit",
                 OmegaConf.to_container(cfg, resolve=True),
                 repo,
@@ -105,7 +104,7 @@ def _judge_file(
         corrected = audit.corrected_gold(answer.qid, answer.gold, errata) if errata else None
         if corrected == answer.gold:
             corrected = None
-        requests = judging.judge_requests("locomo", question, answer.answer, corrected)
+        requests = benchmarks.load(audit.BENCHMARK).judge_requests(question, answer.answer, corrected)
         verdicts, _ = judge_one(client, prompts, requests, cfg.judge.runs)
         if errata is not None and "verdict_corrected" not in verdicts:
             verdicts["verdict_corrected"] = verdicts.get("verdict", [])
@@ -138,7 +137,7 @@ def _summary_rows(
             "published_judge": round(published[category].value, 4),
         }
         for slot, column in (("verdict", "our_judge"), ("verdict_corrected", "our_judge_corrected")):
-            values = [judging.majority(verdicts[a.qid].get(slot)) for a in group]
+            values = [majority(verdicts[a.qid].get(slot)) for a in group]
             kept = [v for v in values if v is not None]
             if not kept:
                 continue

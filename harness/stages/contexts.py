@@ -17,46 +17,20 @@ import hashlib
 import json
 import logging
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from harness import benchmarks, record, runs, systems
+from harness import benchmarks, run_record, runs, systems
 from harness.data import DataRoot
-from harness.scores import question_scores
-from harness.systems import Memories
+from harness.memories import memory_for
+from harness.metrics import question_scores
 from harness.tables import write_run_tables
-from muster_exact.corpora import Store
-from muster_exact.memory import build
-from muster_exact.rules import EXACT, NATIVE
+from muster_exact.corpora import BenchmarkStore
 
 log = logging.getLogger(__name__)
-
-# Built memories, reused across the jobs of one multirun process (systems share stores).
-_MEMORIES: OrderedDict[tuple[str, ...], tuple[Memories, float]] = OrderedDict()
-_MEMORY_SLOTS = 64
-
-
-def memory_for(store: Store, cfg: DictConfig, cache_path: Path | None) -> tuple[Memories, float, bool]:
-    """The store's memory under exact and native rules: one build (the vectors), the native
-    rules applied to it without embedding again."""
-    digest = hashlib.sha256(store.source.text.encode()).hexdigest()
-    slot = (store.name, digest, cfg.preset.name, cfg.models.name)
-    if slot in _MEMORIES:
-        _MEMORIES.move_to_end(slot)
-        memories, seconds = _MEMORIES[slot]
-        return memories, seconds, True
-    started = time.perf_counter()
-    exact = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path, rules=EXACT)
-    memories = Memories(exact, exact.with_rules(**NATIVE.query_rules()))
-    seconds = time.perf_counter() - started
-    _MEMORIES[slot] = (memories, seconds)
-    while len(_MEMORIES) > _MEMORY_SLOTS:
-        _MEMORIES.popitem(last=False)
-    return memories, seconds, False
 
 
 def provenance(context: Any) -> dict[str, list[str]]:
@@ -75,14 +49,14 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     with runs.locked(out_path):
         saved = runs.read_jsonl(out_path, known={q.id for store in all_stores for q in store.questions})
         timings_saved = runs.read_jsonl(directory / runs.timings_name(shard, shards), key=None)
-        started_at = record.utc_now()
+        started_at = run_record.utc_now()
         counts = {"stores": 0, "questions": 0, "resumed": len(saved.rows)}
         with runs.append_to(saved) as out, runs.append_to(timings_saved) as timings:
             _write_contexts(cfg, system, all_stores, saved.ids(), out, timings, counts)
         if shards == 1:
             write_run_tables(directory)
         record_path = directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json"
-        record.write(
+        run_record.write(
             record_path,
             {
                 "first_run": _first_run(record_path),
@@ -90,12 +64,12 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 "config": OmegaConf.to_container(cfg, resolve=True),
                 "identity": runs.identity(cfg),
                 "overrides": list(_overrides()),
-                "git": record.git_state(repo),
-                "environment": record.environment(),
+                "git": run_record.git_state(repo),
+                "environment": run_record.environment(),
                 "data": dict(sorted(data.checked.items())),
                 "models": _models(cfg.models.name),
                 "started_utc": started_at,
-                "ended_utc": record.utc_now(),
+                "ended_utc": run_record.utc_now(),
                 "counts": counts,
             },
         )
@@ -106,7 +80,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
 def _write_contexts(
     cfg: DictConfig,
     system: str,
-    all_stores: list[Store],
+    all_stores: list[BenchmarkStore],
     done: set[str],
     out: TextIO,
     timings: TextIO,

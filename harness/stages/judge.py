@@ -1,7 +1,7 @@
 """Stage ``judge``: judge each saved answer as its benchmark does, then write the score tables.
 
 Reads ``answers.jsonl`` (``stage=answer`` must have run with the same
-reader), asks the judge what :func:`harness.judging.judge_requests` says
+reader), asks the judge what the benchmark's ``judge_requests`` says
 (``judge.runs`` times each, the seed stepping by one per run so each run is
 its own cached request), and appends one line per question to
 ``judgments.jsonl``: the question, golds, answer and every verdict as read
@@ -20,22 +20,19 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from harness import audit, benchmarks, judging, llm, record, runs
+from harness import benchmarks, llm, run_record, runs
+from harness.benchmark import Benchmark
 from harness.data import DataRoot
-from harness.pinned import PinnedFiles, describe
+from harness.judge_calls import align_events, judge_one
+from harness.pinned import PinnedFiles, describe, pinned_files
 from harness.prompts import PromptSet
 from harness.prompts import load as load_prompts
-from harness.stages.answer import StageOrderError, pinned_files
 from harness.tables import write_judged_tables
 
 log = logging.getLogger(__name__)
 
-ERRATA_FILE = "locomo/errata/locomo-audit_errors.json"
-LOCOMO_FILE = "locomo/locomo10.json"
 
-
-def questions_by_id(cfg: DictConfig, data: DataRoot) -> dict[str, dict[str, Any]]:
-    benchmark = benchmarks.load(cfg.benchmark.name)
+def questions_by_id(cfg: DictConfig, benchmark: Benchmark, data: DataRoot) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for store in benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark):
         for question in store.questions:
@@ -48,103 +45,32 @@ def questions_by_id(cfg: DictConfig, data: DataRoot) -> dict[str, dict[str, Any]
     return found
 
 
-def corrected_golds(cfg: DictConfig, data: DataRoot) -> dict[str, str] | None:
-    """LoCoMo with ``judge.errata=true``: qid -> the audit's corrected gold, for wrong golds only."""
-    if not cfg.judge.errata:
-        return None
-    if cfg.benchmark.name != "locomo":
-        raise StageOrderError(f"judge.errata applies to LoCoMo only, not {cfg.benchmark.name}")
-    errata = audit.load_errata(data.path(ERRATA_FILE), data.path(LOCOMO_FILE))
-    return {qid: e.correct_answer for qid, e in errata.items() if e.gold_wrong}
-
-
-def saved_answers(directory: Path, known: set[str]) -> list[dict[str, Any]]:
-    lines = runs.read_jsonl(directory / runs.ANSWERS, known).rows
-    if not lines:
-        raise StageOrderError(
-            f"no answers at {directory / runs.ANSWERS}; run stage=answer first with the same reader"
-        )
-    return lines
-
-
-def judge_one(
-    client: llm.Client,
-    prompts: PromptSet,
-    requests: list[judging.Request],
-    runs_per_request: int,
-) -> tuple[dict[str, list[float | None]], list[dict[str, Any]]]:
-    verdicts: dict[str, list[float | None]] = {}
-    failures: list[dict[str, Any]] = []
-    for request in requests:
-        template = prompts.get(request.template)
-        for run_index in range(runs_per_request):
-            messages = template.messages(**request.values)
-            outcome = client.ask(messages, template.json_reply, seed_offset=run_index)
-            verdict = None
-            if isinstance(outcome, llm.Failure):
-                failures.append({"slot": request.slot, "run": run_index, "reason": outcome.reason})
-            else:
-                parsed = llm.parse_json_reply(outcome.text) if template.json_reply else None
-                verdict = judging.read_verdict(request.slot, parsed or {"label": outcome.text})
-                if verdict is None:
-                    failures.append(
-                        {
-                            "slot": request.slot,
-                            "run": run_index,
-                            "reason": f"no verdict in {outcome.text[:120]!r}",
-                        }
-                    )
-            verdicts.setdefault(request.slot, []).append(verdict)
-    return verdicts, failures
-
-
-def align_events(
-    client: llm.Client, prompts: PromptSet, answer: str, rubric: list[str]
-) -> tuple[list[int | None], list[dict[str, Any]]]:
-    """BEAM's event alignment: each answer line, in order, is matched to the first reference event
-    not yet claimed that the judge calls the same event. Blank lines match nothing (not asked)."""
-    template = prompts.get("judge_event_match")
-    claimed: set[int] = set()
-    matches: list[int | None] = []
-    failures: list[dict[str, Any]] = []
-    for line_index, line in enumerate(judging.answer_lines(answer)):
-        match = None
-        for item_index, item in enumerate(rubric):
-            if item_index in claimed or not line.strip():
-                continue
-            outcome = client.ask(template.messages(rubric_item=item, answer=line), template.json_reply)
-            if isinstance(outcome, llm.Failure):
-                failures.append({"slot": f"align:{line_index}:{item_index}", "reason": outcome.reason})
-                continue
-            parsed = llm.parse_json_reply(outcome.text) if template.json_reply else None
-            if judging.read_verdict("align", parsed or {"label": outcome.text}) == 1.0:
-                match = item_index
-                claimed.add(item_index)
-                break
-        matches.append(match)
-    return matches, failures
-
-
 def run(cfg: DictConfig, repo: Path) -> Path:
     endpoint = llm.endpoint_from(cfg.judge)
     llm.check_ready(endpoint)
     data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
-    questions = questions_by_id(cfg, data)
-    answers = saved_answers(runs.answers_dir(cfg), set(questions))  # before the prompts, which may be fetched
+    benchmark = benchmarks.load(cfg.benchmark.name)
+    questions = questions_by_id(cfg, benchmark, data)
+    # Before the prompts, which may be fetched.
+    answers = runs.saved_answers(runs.answers_dir(cfg), set(questions))
     pinned = pinned_files(cfg)
     prompts = load_prompts(cfg.judge.prompts, cfg.benchmark.name, pinned)
-    errata = corrected_golds(cfg, data)
+    # judge.errata=true: qid -> the audit's corrected gold, for wrong golds only.
+    errata = benchmark.corrected_golds(data) if cfg.judge.errata else None
     directory = runs.judge_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
     out_path = directory / runs.JUDGMENTS
     with runs.locked(out_path):
-        return _judge_all(cfg, repo, endpoint, questions, answers, prompts, pinned, errata, out_path)
+        return _judge_all(
+            cfg, repo, endpoint, benchmark, questions, answers, prompts, pinned, errata, out_path
+        )
 
 
 def _judge_all(
     cfg: DictConfig,
     repo: Path,
     endpoint: llm.Endpoint,
+    benchmark: Benchmark,
     questions: dict[str, dict[str, Any]],
     answers: list[dict[str, Any]],
     prompts: PromptSet,
@@ -157,7 +83,7 @@ def _judge_all(
     judged_before = runs.read_jsonl(out_path, set(questions))
     done = judged_before.ids()
     client = llm.Client(endpoint, llm.ResponseCache(Path(cfg.paths.llm_cache)))
-    started = record.utc_now()
+    started = run_record.utc_now()
 
     todo = (line for line in answers if line["qid"] not in done)
 
@@ -181,13 +107,12 @@ def _judge_all(
             judged["gold_corrected"] = corrected
         if line.get("answer") is None:  # nothing to judge: scored 0 (see judging.question_metrics)
             return judged
-        requests = judging.judge_requests(cfg.benchmark.name, question, line["answer"], corrected)
+        requests = benchmark.judge_requests(question, line["answer"], corrected)
         verdicts, failures = judge_one(client, prompts, requests, cfg.judge.runs)
         judged["verdicts"] = verdicts
-        if judging.needs_alignment(cfg.benchmark.name, question):
-            judged["alignment"], align_failures = align_events(
-                client, prompts, line["answer"], question["rubric"]
-            )
+        events = benchmark.events_to_align(question, line["answer"])
+        if events is not None:
+            judged["alignment"], align_failures = align_events(client, prompts, events, question["rubric"])
             failures += align_failures
         if failures:
             judged["judge_failures"] = failures
@@ -210,9 +135,9 @@ def _judge_all(
         client.cache.close()
         reader_record = runs.answers_dir(cfg) / "run.json"
         reader = json.loads(reader_record.read_text()).get("reader") if reader_record.is_file() else None
-        record.write(
+        run_record.write(
             directory / "run.json",
-            record.llm_stage(
+            run_record.llm_stage(
                 "judge",
                 OmegaConf.to_container(cfg, resolve=True),
                 repo,
@@ -223,7 +148,7 @@ def _judge_all(
                 client.usage.to_dict(),
                 answers_run=str(runs.answers_dir(cfg)),
                 scorers=_scorer_files(),
-                usage_total=record.usage_total(directory / "run.json", client.usage.to_dict()),
+                usage_total=run_record.usage_total(directory / "run.json", client.usage.to_dict()),
                 counts={"answers": len(answers), "judged_now": written, "resumed": len(done)},
             ),
         )

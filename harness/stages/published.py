@@ -17,24 +17,13 @@ from omegaconf import DictConfig
 
 from harness import audit
 from harness.data import DataRoot
-from harness.stages.judge import LOCOMO_FILE
 from harness.tables import markdown
-
-OUTPUTS = "locomo/outputs"
-FILES = {
-    **{
-        f"fc-{run}": f"{OUTPUTS}/locomo-audit_fc-baseline/{run}/eval_results.json"
-        for run in ("gpt-4o-mini-cot", "gpt-4o-mini-memos", "gpt-4.1-mini-cot", "gpt-4.1-mini-memos")
-    },
-    "ap-v1": f"{OUTPUTS}/locomo-audit_ap-baseline/v1/ap_eval_results_scored.json",
-    "ap-v2": f"{OUTPUTS}/locomo-audit_ap-baseline/v2/ap_eval_results_scored.json",
-}
 
 
 def table(data: DataRoot) -> pd.DataFrame:
-    ids = audit.locomo_ids(data.path(LOCOMO_FILE))
+    ids = audit.locomo_ids(data.path(audit.LOCOMO_FILE))
     rows = []
-    for name, relative in FILES.items():
+    for name, relative in audit.PUBLISHED.items():
         answers = audit.load_judged(data.path(relative), ids)
         for how in ("majority", "mean"):
             rates = audit.accuracy(answers, how=how)

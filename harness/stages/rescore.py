@@ -15,7 +15,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from harness import runs
-from harness.stages.answer import StageOrderError
+from harness.runs import StageOrderError
 from harness.tables import JUDGED, write_judged_tables
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from harness import runs, systems
-from harness.stages.answer import StageOrderError
+from harness.runs import StageOrderError
 from harness.tables import comparison, markdown
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,7 @@ import warnings
 
 import pytest
 
-from harness import scorers
-from harness.scorers import beam, locomo
+from harness.scorers import beam
 
 # ---------------------------------------------------------------- question scores
 
@@ -175,12 +174,3 @@ def test_canonicalise_claims_each_gold_item_once() -> None:
         "Security",
     ]
     assert beam.response_items("1. A\n\n2. B") == ["1. A", "", "2. B"]
-
-
-# ---------------------------------------------------------------- registry
-
-
-def test_lexical_registry() -> None:
-    assert scorers.lexical("locomo") is locomo.score
-    with pytest.raises(KeyError, match="did you mean 'locomo_refined'"):
-        scorers.lexical("locomo-refined")

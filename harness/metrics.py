@@ -5,24 +5,18 @@
 * full-evidence hit: 1 when every evidence id is shown;
 * answer in context: 1 when a normalised gold answer is a substring of the
   normalised context (MemoryAgentBench's normalisation: lower case, no
-  punctuation, no a/an/the), for benchmarks without evidence ids.
+  punctuation, no a/an/the: :func:`harness.scorers.mab.normalise`, written
+  once), for benchmarks without evidence ids.
 """
 
 from __future__ import annotations
 
-import re
-import string
 from collections.abc import Sequence
 
+from harness.scorers.mab import normalise
 from muster_exact.corpora import Question
 
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def normalise(text: str) -> str:
-    text = _ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION))
-    return " ".join(text.split())
+__all__ = ["normalise", "question_scores"]
 
 
 def question_scores(

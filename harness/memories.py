@@ -1,0 +1,44 @@
+"""A benchmark store's built memories, shared by the stages that retrieve (contexts, answer).
+
+One build per store (the vectors), the native rules applied to it without
+embedding again; builds are kept for the jobs of one multirun process,
+since systems share stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from harness.systems import Memories
+from muster_exact.corpora import BenchmarkStore
+from muster_exact.memory import build
+from muster_exact.rules import EXACT, NATIVE
+
+_MEMORIES: OrderedDict[tuple[str, ...], tuple[Memories, float]] = OrderedDict()
+_MEMORY_SLOTS = 64
+
+
+def memory_for(
+    store: BenchmarkStore, cfg: DictConfig, cache_path: Path | None
+) -> tuple[Memories, float, bool]:
+    """The store's memory under exact and native rules, the seconds its build took, and whether
+    it was reused from an earlier job of this process."""
+    digest = hashlib.sha256(store.source.text.encode()).hexdigest()
+    slot = (store.name, digest, cfg.preset.name, cfg.models.name)
+    if slot in _MEMORIES:
+        _MEMORIES.move_to_end(slot)
+        memories, seconds = _MEMORIES[slot]
+        return memories, seconds, True
+    started = time.perf_counter()
+    exact = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path, rules=EXACT)
+    memories = Memories(exact, exact.with_rules(**NATIVE.query_rules()))
+    seconds = time.perf_counter() - started
+    _MEMORIES[slot] = (memories, seconds)
+    while len(_MEMORIES) > _MEMORY_SLOTS:
+        _MEMORIES.popitem(last=False)
+    return memories, seconds, False
