@@ -36,6 +36,13 @@ class Request:
     values: dict[str, str]
 
 
+def yes_no_request(question: dict[str, Any], answer: str) -> Request:
+    """One yes/no verdict of ``answer`` against the question's first gold answer."""
+    golds = question["gold"]
+    values = {"question": question["question"], "answer": answer, "gold": golds[0] if golds else ""}
+    return Request("verdict", "judge_yes_no", values)
+
+
 def read_verdict(slot: str, reply: dict[str, Any]) -> float | None:
     """A verdict from a parsed JSON reply: 1/0 from a CORRECT/WRONG label (or yes/no), a rubric
     item's 1 / 0.5 / 0 from ``score``; None when the reply does not say."""

@@ -28,11 +28,20 @@ from muster_exact.assemble import Context
 from muster_exact.channels import Proposals
 from muster_exact.errors import InputError
 from muster_exact.memory import Memory
+from muster_exact.registry import Registry
 from muster_exact.rerank import Ranking
 from muster_exact.select import Selected, scaled_floors
 
-SYSTEMS = ("muster", "full_context", "bm25", "dense", "no_floors", "no_graph", "no_rerank", "score_order")
 BUDGETED = ("full_context", "bm25", "dense")
+# Each system by name, with whether it runs at a token budget (the baselines) or at U.
+VARIANTS: Registry[bool] = Registry(
+    "system",
+    {
+        name: name in BUDGETED
+        for name in ("muster", *BUDGETED, "no_floors", "no_graph", "no_rerank", "score_order")
+    },
+)
+SYSTEMS = tuple(VARIANTS.names())
 # The channel each "no_<channel>" ablation removes: its proposals dropped, its floor free.
 REMOVED = {"no_graph": "graph"}
 
@@ -41,12 +50,10 @@ def context(
     memory: Memory, system: str, query: str, units: int | None = None, budget: int | None = None
 ) -> Context:
     """The context ``system`` gives for ``query``. Budgeted systems need ``budget`` tokens."""
-    if system not in SYSTEMS:
-        raise InputError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
-    if system == "muster":
+    if VARIANTS.check(system) == "muster":
         return memory.context(query, units)
     query, units_read = memory.checked(query, units)
-    if system in BUDGETED:
+    if VARIANTS.get(system):
         if budget is None or budget < 0:
             raise InputError(f"system {system!r} needs a token budget (MUSTER's context tokens)")
         return _budgeted(memory, system, query, budget)

@@ -34,7 +34,7 @@ from typing import Any
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.judging import Request, verdict_metrics
+from harness.judging import Request, verdict_metrics, yes_no_request
 from muster_exact.corpora import BenchmarkStore, Question, present
 from muster_exact.errors import DataError
 from muster_exact.records import Source
@@ -98,9 +98,7 @@ class LongMemEval(BenchmarkBase):
             yield from split_stores(data.path(data_file(split)))
 
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
-        golds = question["gold"]
-        values = {"question": question["question"], "answer": answer, "gold": golds[0] if golds else ""}
-        return [Request("verdict", "judge_yes_no", values)]
+        return [yes_no_request(question, answer)]
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
         return verdict_metrics("llm_judge", verdicts.get("verdict", []))

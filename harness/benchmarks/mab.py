@@ -24,7 +24,7 @@ from typing import Any
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot, sha256_file
-from harness.judging import Request, verdict_metrics
+from harness.judging import Request, verdict_metrics, yes_no_request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
 from harness.scorers import mab as scorer
@@ -58,9 +58,7 @@ class MemoryAgentBench(BenchmarkBase):
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
         if not any(question["category"].startswith(prefix) for prefix in LLM_SOURCES):
             return []
-        golds = question["gold"]
-        values = {"question": question["question"], "answer": answer, "gold": golds[0] if golds else ""}
-        return [Request("verdict", "judge_yes_no", values)]
+        return [yes_no_request(question, answer)]
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
         metrics: dict[str, float | None] = dict(
