@@ -101,6 +101,34 @@ def _cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+ERASE_PENDING_EXIT = 3  # forget: deleted, but the text is on disk until the store's next open or write
+
+
+def _cmd_forget(args: argparse.Namespace) -> int:
+    import json
+
+    from muster_exact.serve.backend import forget_in
+
+    with _open_store(args) as store:  # a forget never creates a store
+        result = forget_in(store, args.id, args.request_id)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        head = result["head"]
+        print(
+            f"{len(result['deleted'])} records deleted (namespace {head['namespace']}: "
+            f"{head['records']} records, head {head['sha256'][:12]})"
+        )
+    if result["erase_pending"]:
+        print(
+            "muster: erase pending: the records are deleted, but their text stays on disk while another "
+            "connection reads; it is erased on the store's next open or write (`muster info` shows it)",
+            file=sys.stderr,
+        )
+        return ERASE_PENDING_EXIT
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     import json
 
@@ -332,6 +360,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _input_limit_option(p)
     p.set_defaults(run=_cmd_add, models=None)
+
+    p = commands.add_parser(
+        "forget",
+        help="delete records and every trace of them from a store",
+        description="Delete records by id, or every record one add's --request-id added, with their "
+        "cached vectors, scores and analyses; returns when their text is gone from every file of the "
+        f"store. Exit 0: erased; {ERASE_PENDING_EXIT}: deleted, but another connection's read keeps the "
+        "text on disk until the store's next open or write; 2: refused (an id the namespace does not "
+        "hold: nothing is deleted).",
+    )
+    p.add_argument("--store", required=True, help="the store file (never created)")
+    p.add_argument("--namespace", default="default")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", action="append", metavar="ID", help="a record id (repeatable)")
+    which.add_argument("--request-id", metavar="R", help="every record the add with this request id added")
+    p.add_argument("--preset", help="the preset reads use (it shapes which cached units stay)")
+    p.add_argument("--models", help="model profile reads use (its tokenizer keys the cached vectors)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_cmd_forget)
 
     p = commands.add_parser("info", help="a store's namespaces, head and plan")
     p.add_argument("--store", required=True)

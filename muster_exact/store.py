@@ -82,7 +82,14 @@ from muster_exact.store_file import (
     transaction,
 )
 from muster_exact.store_input import read_records_file
-from muster_exact.store_validation import canonical, check_namespace, check_unicode, validate
+from muster_exact.store_validation import (
+    canonical,
+    check_namespace,
+    check_unicode,
+    checked_delete,
+    checked_request_id,
+    validate,
+)
 from muster_exact.vectors import Access, connect, drop_texts_not_in
 
 if TYPE_CHECKING:
@@ -184,6 +191,11 @@ class DeleteResult:
             "vectors_dropped": self.vectors_dropped,
             "scores_dropped": self.scores_dropped,
         }
+
+
+def no_record(record_id: str, namespace: str) -> InputError:
+    """The refusal of a delete naming an id the namespace does not hold."""
+    return InputError(f"no record {record_id!r} in namespace {namespace!r}; nothing deleted")
 
 
 def _chain(previous: str, record_sha: str) -> str:
@@ -310,8 +322,8 @@ class Store:
 
         A ``request_id`` applied before returns that add's result and writes nothing.
         """
-        if request_id is not None and (not isinstance(request_id, str) or not request_id.strip()):
-            raise InputError("request_id must be a non-empty string (or None)")
+        if request_id is not None:
+            checked_request_id(request_id)
         items = validate(records)
         self._check_writable()
         with self._lock:
@@ -354,15 +366,14 @@ class Store:
     ) -> DeleteResult:
         """Remove records (by id, or all that one request added) and every cached trace of them.
 
-        Returns when the text is gone from the file and its write-ahead log. When another
-        connection's read keeps the old pages for ``ERASE_WAIT_MS``, raises :class:`ErasePending`
-        (its ``result`` is this delete's): the records are deleted, the erase is recorded in the
-        file and retried on the next open or write.
+        An id the namespace does not hold is refused and nothing is deleted; a request id that
+        added nothing here deletes nothing. Returns when the text is gone from the file and its
+        write-ahead log. When another connection's read keeps the old pages for
+        ``ERASE_WAIT_MS``, raises :class:`ErasePending` (its ``result`` is this delete's): the
+        records are deleted, the erase is recorded in the file and retried on the next open or
+        write.
         """
-        if (record_ids is None) == (request_id is None):
-            raise InputError("delete() takes record ids or a request_id (one of them)")
-        if isinstance(record_ids, str):
-            record_ids = [record_ids]
+        record_ids, request_id = checked_delete(record_ids, request_id)
         self._check_writable()
         with self._lock:
             result = self._delete(record_ids, request_id)
@@ -384,12 +395,10 @@ class Store:
                 ).fetchall()
                 wanted = [row[0] for row in rows]
             else:
-                wanted = list(dict.fromkeys(str(i) for i in record_ids or []))  # each id once
+                wanted = list(record_ids or [])  # checked: each id once
                 missing = [i for i in wanted if not self._has(i)]
                 if missing:
-                    raise InputError(
-                        f"no record {missing[0]!r} in namespace {self.namespace!r}; nothing deleted"
-                    )
+                    raise no_record(missing[0], self.namespace)
             self._db.executemany(
                 "DELETE FROM records WHERE namespace = ? AND id = ?", [(self.namespace, i) for i in wanted]
             )

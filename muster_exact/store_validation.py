@@ -1,5 +1,6 @@
 """What :meth:`Store.add <muster_exact.store.Store.add>` accepts: each record checked and put in its
-stored form before anything is written, and the names (namespaces) a store file keys by."""
+stored form before anything is written; what :meth:`Store.delete <muster_exact.store.Store.delete>`
+accepts (record ids, a request id); and the names (namespaces) a store file keys by."""
 
 from __future__ import annotations
 
@@ -80,6 +81,41 @@ def _one(record: Any, index: int) -> dict[str, Any]:
             f"record {index} is not JSON-serialisable ({exc}); metadata must be JSON values"
         ) from None
     return item
+
+
+def checked_delete(record_ids: Any, request_id: Any) -> tuple[list[str] | None, str | None]:
+    """What a delete names: record ids (one, or a list; each once, in the order given) or a
+    request id, exactly one of them. An id is what ``add`` accepts as one (a string or a whole
+    number, 1 to ``MAX_ID_CHARS`` characters); a request id is a non-empty string."""
+    if (record_ids is None) == (request_id is None):
+        raise InputError("a delete takes record ids or a request_id (exactly one of them)")
+    if request_id is not None:
+        return None, checked_request_id(request_id)
+    if isinstance(record_ids, (str, int)):
+        record_ids = [record_ids]
+    if isinstance(record_ids, (bytes, bytearray, Mapping)) or not isinstance(record_ids, Sequence):
+        raise InputError(f"ids must be a record id or a list of them, not {type(record_ids).__name__}")
+    if not record_ids:
+        raise InputError("nothing to delete: the id list is empty")
+    return list(dict.fromkeys(_checked_id(i, n) for n, i in enumerate(record_ids))), None
+
+
+def _checked_id(record_id: Any, index: int) -> str:
+    if not isinstance(record_id, (str, int)) or isinstance(record_id, bool):
+        raise InputError(f"id {index} must be a string or a whole number, not {type(record_id).__name__}")
+    text = str(record_id)
+    if not text.strip() or len(text) > MAX_ID_CHARS:
+        raise InputError(f"id {index} must be 1 to {MAX_ID_CHARS} characters")
+    check_unicode(text, f"id {index}")
+    return text
+
+
+def checked_request_id(request_id: Any) -> str:
+    """A request id (stored and compared as text): a non-empty string of valid Unicode."""
+    if not isinstance(request_id, str) or not request_id.strip():
+        raise InputError("request_id must be a non-empty string (or None)")
+    check_unicode(request_id, "request_id")
+    return request_id
 
 
 def check_namespace(namespace: Any) -> str:

@@ -1,9 +1,14 @@
-"""MUSTER memory as LangChain tools.
+"""MUSTER memory as LangChain tools, and as a retriever beside them.
 
 from muster_exact.serve.backend import Backend
-from muster_exact.integrations.langchain_tools import memory_tools
+from muster_exact.integrations.langchain_tools import MusterRetriever, memory_tools
 
-tools = memory_tools(Backend("agent.muster", models="cpu-small"))   # bind to any chat model
+backend = Backend("agent.muster", models="cpu-small")
+tools = memory_tools(backend)                  # bind to any chat model
+retriever = MusterRetriever(backend=backend)   # a BaseRetriever: Documents with unit and record ids
+
+``MusterRetriever`` lives in :mod:`.langchain_retriever` (it subclasses a LangChain class, so it
+is defined only once langchain-core is imported) and is imported from here on first use.
 """
 
 from __future__ import annotations
@@ -32,3 +37,12 @@ def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
         return told(lambda: backend.search(query, namespace=namespace)["passages"])
 
     return [tools.StructuredTool.from_function(f) for f in (remember, recall, search_memory)]
+
+
+def __getattr__(name: str) -> Any:
+    """``MusterRetriever`` on first use: this module stays importable without langchain-core."""
+    if name == "MusterRetriever":
+        from muster_exact.integrations.langchain_retriever import MusterRetriever
+
+        return MusterRetriever
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,67 +1,133 @@
 """A LangGraph node that recalls into state and remembers the turn.
 
-    from langgraph.graph import StateGraph
-    from muster_exact.integrations.langgraph_node import memory_node
+    from langgraph.graph import MessagesState, StateGraph
+    from muster_exact.integrations.langgraph_node import memory_node, remember_node
 
-    graph.add_node("memory", memory_node(backend))          # before the model: fills state["memory"]
-    graph.add_node("remember", remember_node(backend))      # after the model: keeps the turn
+    graph = StateGraph(MessagesState)
+    graph.add_node("memory", memory_node(backend))          # before the model: the memory's context
+    graph.add_node("remember", remember_node(backend))      # after the model: keeps its answer
 
-``memory_node`` reads ``state["question"]``, puts the memory's context for it
-in ``state["memory"]`` (empty while the memory is empty) and then remembers
-the question; ``remember_node`` keeps ``state["answer"]``. Key names are
-parameters. A turn id in ``state["turn_id"]`` makes both idempotent.
+With LangGraph's usual ``MessagesState`` the question is the content of the
+last human message, and ``memory_node`` appends the memory's context (what it
+held before this turn; nothing while it is empty) as a system message named
+``memory``; ``remember_node`` keeps the content of the last AI message. A
+state with a ``question`` and no ``messages`` (the older shape) is read too:
+the context goes to ``state["memory"]`` and ``remember_node`` keeps
+``state["answer"]``. ``question_key``, ``memory_key`` and ``answer_key`` name
+custom keys instead (``class State(MessagesState): memory: str`` with
+``memory_key="memory"`` keeps the context out of the messages). A state with
+none of them raises :class:`~muster_exact.errors.InputError` naming the keys
+it looked for. A turn id in ``state["turn_id"]``, else the message's own id,
+makes both idempotent: a retried turn is remembered once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from muster_exact.errors import InputError
 from muster_exact.integrations import require
 from muster_exact.serve.backend import Backend
 
-State = dict[str, Any]
+State = Mapping[str, Any]
+Update = dict[str, Any]
+MEMORY_NAME = "memory"  # the name of the system message that carries the context
+
+
+@dataclass(frozen=True)
+class Said:
+    """What one side said this turn, whether it was a message, and the request id that keeps it once."""
+
+    text: str
+    from_messages: bool
+    request_id: str | None
 
 
 def memory_node(
     backend: Backend,
     *,
-    question_key: str = "question",
-    memory_key: str = "memory",
+    question_key: str | None = None,
+    memory_key: str | None = None,
     speaker: str = "user",
     namespace: str | None = None,
-) -> Callable[[State], State]:
+) -> Callable[[State], Update]:
+    """The node before the model: the context for this turn's question, then the question kept."""
     require("langgraph", "langgraph")
 
-    def node(state: State) -> State:
-        question = str(state[question_key])
+    def node(state: State) -> Update:
+        question = _said(state, question_key, "human", "question")
+        if question is None:
+            looked = (
+                f"state[{question_key!r}]"
+                if question_key
+                else "a human message in state['messages'], or state['question']"
+            )
+            raise InputError(
+                f"the memory node found no question: it looked for {looked}; "
+                "give question_key='...' to read another key"
+            )
         # Recall first: the context is what memory held before this turn (empty while it holds nothing).
-        context = backend.recall(question, namespace=namespace)["context"]
-        turn = state.get("turn_id")
-        backend.remember(
-            {"speaker": speaker, "text": question},
-            request_id=None if turn is None else f"{turn}:{question_key}",
-            namespace=namespace,
-        )
-        return {memory_key: context}
+        context = backend.recall(question.text, namespace=namespace)["context"]
+        _keep(backend, question, speaker, namespace)
+        if memory_key is not None or not question.from_messages:
+            return {memory_key or "memory": context}
+        if not context:
+            return {}
+        from langchain_core.messages import SystemMessage
+
+        return {"messages": [SystemMessage(content=context, name=MEMORY_NAME)]}
 
     return node
 
 
 def remember_node(
-    backend: Backend, *, answer_key: str = "answer", speaker: str = "assistant", namespace: str | None = None
-) -> Callable[[State], State]:
+    backend: Backend,
+    *,
+    answer_key: str | None = None,
+    speaker: str = "assistant",
+    namespace: str | None = None,
+) -> Callable[[State], Update]:
+    """The node after the model: its answer kept (nothing when it gave none)."""
     require("langgraph", "langgraph")
 
-    def node(state: State) -> State:
-        answer = state.get(answer_key)
-        if answer:
-            turn = state.get("turn_id")
-            backend.remember(
-                {"speaker": speaker, "text": str(answer)},
-                request_id=None if turn is None else f"{turn}:{answer_key}",
-                namespace=namespace,
-            )
+    def node(state: State) -> Update:
+        answer = _said(state, answer_key, "ai", "answer")
+        if answer is not None and answer.text:
+            _keep(backend, answer, speaker, namespace)
         return {}
 
     return node
+
+
+def _said(state: State, key: str | None, role: str, old_key: str) -> Said | None:
+    """What ``role`` said: ``state[key]`` when a key is named, else the last message of that role,
+    else ``state[old_key]``; None when there is none."""
+    turn = state.get("turn_id")
+    if key is None and state.get("messages"):
+        message = _last(state["messages"], role)
+        if message is not None:
+            by = f"{turn}:{old_key}" if turn is not None else message.id and f"message:{message.id}"
+            return Said(message.text, True, by)
+    wanted = key or old_key
+    if state.get(wanted) is None:
+        return None
+    return Said(str(state[wanted]), False, None if turn is None else f"{turn}:{wanted}")
+
+
+def _last(messages: Any, role: str) -> Any:
+    """The last message of ``role`` ("human", "ai") in this turn (an answer after the last human
+    message, not an older turn's), messages given in any form LangChain reads; None if none."""
+    from langchain_core.messages import convert_to_messages
+
+    for message in reversed(convert_to_messages(messages)):
+        if message.type == role:
+            return message
+        if message.type == "human":
+            return None
+    return None
+
+
+def _keep(backend: Backend, said: Said, speaker: str, namespace: str | None) -> None:
+    backend.remember({"speaker": speaker, "text": said.text}, request_id=said.request_id, namespace=namespace)

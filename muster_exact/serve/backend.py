@@ -1,4 +1,4 @@
-"""The one backend every server and integration calls: remember, recall, search, info.
+"""The one backend every server and integration calls: remember, recall, search, forget, info.
 
 Each operation takes the values a caller sent, exactly as sent (no server
 coerces or defaults them first), validates them with the library's own
@@ -27,9 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from muster_exact.assemble import record_label
-from muster_exact.errors import InputError, MusterError
+from muster_exact.errors import ErasePending, InputError, MusterError
 from muster_exact.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
-from muster_exact.store import DEFAULT_NAMESPACE, EMPTY_HEAD, Head, Store, check_namespace, check_unicode
+from muster_exact.store import (
+    DEFAULT_NAMESPACE,
+    EMPTY_HEAD,
+    DeleteResult,
+    Head,
+    Store,
+    check_namespace,
+    check_unicode,
+    no_record,
+)
+from muster_exact.store_validation import checked_delete
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
 DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
@@ -154,6 +164,20 @@ class Backend:
                 "head": store.head().to_dict(),
             }
 
+    def forget(self, ids: Any = None, request_id: Any = None, namespace: Any = None) -> dict[str, Any]:
+        """Delete records by id, or every record one request added, with every cached trace of
+        them (:meth:`Store.delete`): see :func:`forget_in`. A namespace the file does not hold is
+        not created: its ids are refused as missing, its request ids delete nothing."""
+        ids, request_id = _checked_forget(ids, request_id)
+        with self._using(namespace, create=False) as store:
+            if store is not None:
+                return forget_in(store, ids, request_id)
+            name = self.namespace if namespace is None else namespace
+            if ids:
+                raise no_record(ids[0], name)
+            nothing = DeleteResult((), self._head_of(None, namespace), 0, 0)
+            return {**nothing.to_dict(), "erase_pending": False}
+
     def info(self, namespace: Any = None, *, namespaces: bool = True) -> dict[str, Any]:
         """This namespace's head, its plan (when it has records), the models reads use and, unless
         ``namespaces=False`` (a caller who may not list them), the file's namespaces."""
@@ -224,6 +248,29 @@ class Backend:
         if store is not None:
             return store.head()
         return Head(self.namespace if namespace is None else namespace, 0, 0, EMPTY_HEAD)
+
+
+def _checked_forget(ids: Any, request_id: Any) -> tuple[list[str] | None, str | None]:
+    """A forget's ids or request id, bounded as a server's add is (``MAX_RECORDS_PER_CALL``)."""
+    if isinstance(ids, Sequence) and not isinstance(ids, str) and len(ids) > MAX_RECORDS_PER_CALL:
+        raise InputError(f"{len(ids):,} ids in one call; send at most {MAX_RECORDS_PER_CALL:,} per call")
+    return checked_delete(ids, request_id)
+
+
+def forget_in(store: Store, ids: Sequence[str] | None, request_id: str | None) -> dict[str, Any]:
+    """:meth:`Store.delete` as every surface answers it: the result, and ``erase_pending``.
+
+    ``erase_pending: true`` is :class:`ErasePending`: the records are deleted for every reader,
+    but another connection's read still holds pages with their text, so it is on disk until the
+    store's next open or write. It is a result, not an error (a retry would find nothing to
+    delete); each surface says it its own way (HTTP 202, the CLI's exit 3).
+    """
+    try:
+        result = store.delete(ids, request_id=request_id)
+    except ErasePending as exc:
+        assert isinstance(exc.result, DeleteResult)
+        return {**exc.result.to_dict(), "erase_pending": True}
+    return {**result.to_dict(), "erase_pending": False}
 
 
 def _checked_read(query: Any, units: Any) -> tuple[str, int | None]:

@@ -5,8 +5,12 @@
     curl -s localhost:8765/v1/context -H 'Content-Type: application/json' -d '{"query":"Where is the mug?"}'
 
 Routes: ``POST /v1/add``, ``POST /v1/context``, ``POST /v1/search``,
-``GET /v1/info``, ``GET /healthz``; the OpenAPI document at
-``/openapi.json``. Binds 127.0.0.1 unless told otherwise.
+``POST /v1/delete``, ``GET /v1/info``, ``GET /healthz``; the OpenAPI document
+at ``/openapi.json``. Binds 127.0.0.1 unless told otherwise. A delete is a
+write like an add (the same guard, the same token); it answers 200 when the
+text is gone from every file, and 202 with the same body (``erase_pending:
+true``) when another connection's read keeps it on disk until the store's
+next open or write.
 
 A web page can make a browser send requests to a server on 127.0.0.1, so a
 :class:`Guard` in front of every route refuses what only a browser tricked by
@@ -101,6 +105,28 @@ Units = Annotated[Any, WithJsonSchema({"type": ["integer", "null"], "minimum": 1
 class AddIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     records: Records
+    request_id: Name = None
+    namespace: Name = None
+
+
+Ids = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "type": ["array", "null"],
+            "items": {"type": ["string", "integer"], "minLength": 1, "maxLength": MAX_ID_CHARS},
+            "minItems": 1,
+            "maxItems": MAX_RECORDS_PER_CALL,
+        }
+    ),
+]
+
+
+class DeleteIn(BaseModel):
+    """Record ids, or the request id of an add: exactly one of them."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: Ids = None
     request_id: Name = None
     namespace: Name = None
 
@@ -342,6 +368,18 @@ def create_app(
     def search(body: QueryIn) -> dict[str, Any]:
         """The selected passages, best first, with ids and provenance; no assembly."""
         return backend.search(body.query, body.units, body.namespace)
+
+    @app.post(
+        "/v1/delete",
+        operation_id="delete",
+        responses={202: {"description": "Deleted; the text is still on disk until the next open or write"}},
+    )
+    def delete(body: DeleteIn) -> Any:
+        """Delete records by id, or every record one request added, and every cached trace of them.
+        200: the text is gone from every file of the store; 202: deleted, but another connection's
+        read keeps the text on disk until the store's next open or write (``erase_pending``)."""
+        result = backend.forget(body.ids, body.request_id, body.namespace)
+        return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
 
     @app.get("/v1/info", operation_id="info")
     def info(namespace: str | None = None) -> dict[str, Any]:

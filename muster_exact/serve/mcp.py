@@ -7,7 +7,7 @@ Claude Desktop-style configuration::
     {"mcpServers": {"muster": {"command": "muster", "args": ["mcp", "--store", "/path/to/agent.muster"]}}}
 
 Tools: ``remember``, ``remember_many``, ``recall``, ``search_memory``,
-``memory_info``. Arguments reach the backend as the client sent them (the SDK
+``forget``, ``memory_info``. Arguments reach the backend as the client sent them (the SDK
 neither coerces nor parses them), so the library's validation refuses bad
 input with the same message as over HTTP. A typed library error becomes a
 tool error carrying its message (:func:`tool_error`, the one place that
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeAlias
 from pydantic import PlainValidator, WithJsonSchema
 
 from muster_exact.errors import InputError, MusterError
-from muster_exact.limits import MAX_UNITS
+from muster_exact.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.serve.backend import Backend
 from muster_exact.store import check_unicode
 
@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 INSTRUCTIONS = (
     "Long-term memory that keeps every word. Call remember (or remember_many) with what should be "
     "kept, verbatim; call recall with a question to get the relevant excerpts, in their original "
-    "order, to read before answering."
+    "order, to read before answering; call forget with record ids (search_memory shows them) to "
+    "delete records for good."
 )
 MAX_MESSAGE_DEPTH = 128  # nesting of one JSON-RPC message; the SDK's parser gives up at 200
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     Units: TypeAlias = Any
     AnyJSON: TypeAlias = Any
     Records: TypeAlias = Any
+    Ids: TypeAlias = Any
 else:
     # Annotated as ``str`` so the SDK neither coerces a value ("5" -> 5) nor parses a string that
     # looks like JSON ("null" -> None); the validator hands the value on as sent, the library checks it.
@@ -68,6 +70,17 @@ else:
     AnyJSON = Annotated[str, _AS_SENT, WithJsonSchema({"description": "any JSON value"})]
     # Not ``str``: clients that send a list as a JSON string (Claude Desktop does) get it parsed.
     Records = Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": ["string", "object"]}})]
+    Ids = Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": ["array", "null"],
+                "items": {"type": ["string", "integer"]},
+                "minItems": 1,
+                "maxItems": MAX_RECORDS_PER_CALL,
+            }
+        ),
+    ]
 
 
 def tool_error(backend: Backend, exc: MusterError) -> Any:
@@ -139,6 +152,21 @@ def create_server(backend: Backend) -> Any:
         """The passages memory would select for a question, best first, each with its unit id,
         record ids and which channels proposed it; not assembled. Arguments and limits as recall."""
         return answer(lambda: backend.search(query, units, namespace))
+
+    @server.tool()
+    def forget(
+        ids: Ids = None, request_id: OptionalText = None, namespace: OptionalText = None
+    ) -> dict[str, Any]:
+        """Delete records for good: by their ids (as search_memory lists them), or every record
+        one remember call with this request_id added; exactly one of the two. Their text and
+        every cached trace of it leave the store's files.
+
+        ids: up to 10,000 record ids; an id the memory does not hold is refused and nothing is
+        deleted. request_id: the one given to remember. namespace: optional, which memory.
+        erase_pending true in the result: deleted, but the text stays on disk until the store's
+        next open or write (another connection is reading).
+        """
+        return answer(lambda: backend.forget(ids, request_id, namespace))
 
     @server.tool()
     def memory_info(namespace: OptionalText = None) -> dict[str, Any]:
