@@ -87,3 +87,19 @@ def test_local_names_allowed_names_and_same_origin_pass(running: tuple[Server, P
         )
         assert reply.status_code == 403, (origin, reply.text)
     assert records_in(store) == before + 2
+
+
+def test_a_cross_site_delete_is_refused_and_deletes_nothing(running: tuple[Server, Path]) -> None:
+    """A page cannot erase an agent's memory either: a delete is a write, guarded as an add is."""
+    server, store = running
+    before = records_in(store)
+    url = f"{server.url}/v1/delete"
+    body = json.dumps({"ids": ["r1"]})
+    foreign = httpx.post(
+        url, content=body, headers={"Content-Type": "text/plain", "Origin": "https://evil.example"}
+    )
+    assert foreign.status_code == 403, foreign.text
+    assert httpx.post(url, content=body, headers={"Content-Type": "text/plain"}).status_code == 415
+    rebound = {"Content-Type": "application/json", "Host": "evil.example"}
+    assert httpx.post(url, content=body, headers=rebound).status_code == 421
+    assert records_in(store) == before

@@ -111,6 +111,8 @@ BAD_TOOL_CALLS = {
         "nest",
     ),
     "NaN in an argument": ("recall", '{"query":"q","units":NaN}', "NaN"),
+    "lone surrogate in an id to forget": ("forget", r'{"ids":["r\udc00"]}', "not valid Unicode"),
+    "ids nested 900 deep": ("forget", '{"ids":' + "[" * DEEP + "]" * DEEP + "}", "nest"),
 }
 
 

@@ -190,3 +190,96 @@ def test_a_reader_closing_after_another_connection_deleted_does_not_save_the_del
         writer.delete(["secret"])
     reader.close()  # saves the grown memory only if its records are still the store's
     assert _traces_of(path, "vantrask") == [] and _traces_of(path, "Quillborne") == []
+
+
+# --- the same promise over the CLI, HTTP and MCP -------------------------------------------------
+
+
+def _store_with_the_canary(path: Path) -> None:
+    with Store.open(path, models=MODELS) as store:
+        store.add([f"Note {i}: the plants on shelf {i} need water on Mondays." for i in range(12)])
+        store.add({"id": "secret", "text": CANARY}, request_id="the-secret")
+        assert "OKAPI" in store.context("What is the locker code?").text  # its analyses are cached too
+    assert traces(path)
+
+
+def test_muster_forget_leaves_no_trace(tmp_path: Path) -> None:
+    path = tmp_path / "cli.muster"
+    _store_with_the_canary(path)
+    env = {"MUSTER_MODELS": MODELS}
+    done = run_muster("forget", "--store", str(path), "--request-id", "the-secret", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["deleted"] == ["secret"] and not json.loads(done.stdout)["erase_pending"]
+    assert traces(path) == [] and _traces_of(path, "okapi") == []
+
+
+def test_forget_over_http_leaves_no_trace_while_the_server_runs(tmp_path: Path) -> None:
+    httpx = pytest.importorskip("httpx")
+    from tests.serve.test_http import Server
+
+    path = tmp_path / "http.muster"
+    _store_with_the_canary(path)
+    server = Server(path, "--token", "t0ken")
+    try:
+        auth = {"Authorization": "Bearer t0ken"}
+        url = f"{server.url}/v1/delete"
+        assert httpx.post(url, json={"ids": ["secret"]}, timeout=60).status_code == 401  # a write: token
+        reply = httpx.post(url, json={"ids": ["secret"]}, headers=auth, timeout=120)
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["deleted"] == ["secret"] and reply.json()["erase_pending"] is False
+        assert traces(path) == [] and _traces_of(path, "okapi") == []  # the server's connection is open
+    finally:
+        server.stop()
+    assert traces(path) == []
+
+
+def test_forget_over_http_under_a_reader_is_202_and_the_next_write_erases(
+    reader_holding: tuple[Path, Reader],
+) -> None:
+    httpx = pytest.importorskip("httpx")
+    from tests.serve.test_http import Server
+
+    path, reader = reader_holding
+    server = Server(path)
+    try:
+        reply = httpx.post(f"{server.url}/v1/delete", json={"ids": ["secret"]}, timeout=120)
+        assert reply.status_code == 202, reply.text
+        assert reply.json()["deleted"] == ["secret"] and reply.json()["erase_pending"] is True
+        assert traces(path), "the reader should keep the text on disk (the condition under test)"
+        reader.let_go()
+        httpx.post(f"{server.url}/v1/add", json={"records": ["A later note."]}, timeout=60).raise_for_status()
+        assert traces(path) == []
+    finally:
+        server.stop()
+
+
+def test_muster_forget_under_a_reader_exits_3_and_says_so(reader_holding: tuple[Path, Reader]) -> None:
+    path, reader = reader_holding
+    done = run_muster("forget", "--store", str(path), "--id", "secret", env={"MUSTER_MODELS": MODELS})
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout.startswith("1 records deleted") and "erase pending" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    reader.let_go()
+    with Store.open(path, models=MODELS):  # the next open erases
+        pass
+    assert traces(path) == []
+
+
+def test_forget_over_mcp_leaves_no_trace_while_the_server_runs(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from tests.security.test_mcp_stdio import RawClient, tool_call
+
+    path = tmp_path / "mcp.muster"
+    _store_with_the_canary(path)
+    client = RawClient(path)
+    try:
+        reply = client.request(json.loads(tool_call(1, "forget", '{"ids":["secret"]}')))
+        assert reply["result"]["isError"] is False, reply
+        result = reply["result"]["structuredContent"]
+        assert result["deleted"] == ["secret"] and result["erase_pending"] is False
+        assert traces(path) == [] and _traces_of(path, "okapi") == []
+        again = client.request(json.loads(tool_call(2, "forget", '{"ids":["secret"]}')))
+        assert again["result"]["isError"] is True and "no record 'secret'" in str(again["result"]), again
+    finally:
+        client.close()
+    assert traces(path) == []

@@ -140,7 +140,9 @@ def test_the_seed_readme_curl_examples_work_as_written(server: tuple[Server, Pat
     # No token, so any local process may ask: it learns neither the file's path nor other namespaces.
     assert "path" not in info and "namespaces" not in info and str(store.parent) not in json.dumps(info)
     openapi = httpx.get(f"{running.url}/openapi.json", timeout=10).json()
-    assert {"/v1/add", "/v1/context", "/v1/search", "/v1/info", "/healthz"} <= set(openapi["paths"])
+    assert {"/v1/add", "/v1/context", "/v1/search", "/v1/delete", "/v1/info", "/healthz"} <= set(
+        openapi["paths"]
+    )
 
 
 def test_a_bounded_mixed_load_loses_nothing(server: tuple[Server, Path]) -> None:
@@ -179,14 +181,14 @@ def test_token_size_limit_and_validation(guarded: tuple[Server, Path]) -> None:
         ("POST", "/v1/add"),
         ("POST", "/v1/context"),
         ("POST", "/v1/search"),
+        ("POST", "/v1/delete"),
         ("GET", "/v1/info"),
         ("GET", "/openapi.json"),
         ("GET", "/docs"),
     ):
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
-            reply = httpx.request(
-                method, f"{running.url}{path}", json={"records": ["x"], "query": "q"}, headers=headers
-            )
+            body = {"records": ["x"], "query": "q", "ids": ["r1"]}
+            reply = httpx.request(method, f"{running.url}{path}", json=body, headers=headers)
             assert reply.status_code == 401, (method, path, headers, reply.status_code)
     assert httpx.get(f"{running.url}/healthz").status_code == 200
     big = {"records": ["x" * 5000]}
@@ -235,4 +237,28 @@ def test_schemathesis_finds_no_server_error(guarded: tuple[Server, Path]) -> Non
 
         no_server_error()
         checked += 1
-    assert checked == 5
+    assert checked == 6
+
+
+def test_delete_by_ids_and_by_request_id(server: tuple[Server, Path]) -> None:
+    running, store = server
+    add = f"{running.url}/v1/add"
+    httpx.post(add, json={"records": ["kept", {"id": "k2", "text": "gone"}]}, timeout=60).raise_for_status()
+    batch = {"records": ["batch one", "batch two"], "request_id": "batch-1", "namespace": "user-7"}
+    httpx.post(add, json=batch, timeout=60).raise_for_status()
+    delete = f"{running.url}/v1/delete"
+    by_id = httpx.post(delete, json={"ids": ["k2"]}, timeout=120)
+    assert by_id.status_code == 200 and by_id.json()["deleted"] == ["k2"], by_id.text
+    assert by_id.json()["head"]["records"] == 1 and by_id.json()["erase_pending"] is False
+    by_request = httpx.post(delete, json={"request_id": "batch-1", "namespace": "user-7"}, timeout=120)
+    assert by_request.status_code == 200 and len(by_request.json()["deleted"]) == 2, by_request.text
+    # Nothing of that request is left, so a retry deletes nothing; an id no longer held is refused.
+    again = httpx.post(delete, json={"request_id": "batch-1", "namespace": "user-7"}, timeout=120)
+    assert again.status_code == 200 and again.json()["deleted"] == []
+    missing = httpx.post(delete, json={"ids": ["k2"]}, timeout=60)
+    assert missing.status_code == 422 and "no record 'k2'" in missing.json()["detail"]
+    # A namespace never written is not created by a delete.
+    ghost = httpx.post(delete, json={"request_id": "x", "namespace": "ghost"}, timeout=60)
+    assert ghost.status_code == 200 and ghost.json()["deleted"] == []
+    with Store.open(store) as opened:
+        assert [r["text"] for r in opened.records()] == ["kept"] and "ghost" not in opened.namespaces()

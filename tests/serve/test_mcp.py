@@ -54,6 +54,10 @@ async def session_calls(store: Path) -> dict:
         out["info"] = await session.call_tool("memory_info", {})
         out["bad"] = await session.call_tool("remember", {"text": "   "})
         out["bad_units"] = await session.call_tool("recall", {"query": "key?", "units": 0})
+        out["forget_request"] = await session.call_tool("forget", {"request_id": "k1"})
+        out["forget_id"] = await session.call_tool("forget", {"ids": ["r2"]})
+        out["forget_missing"] = await session.call_tool("forget", {"ids": ["r2", "r3"]})
+        out["after"] = await session.call_tool("recall", {"query": "Where is the spare key?"})
     return out
 
 
@@ -66,7 +70,14 @@ def payload(result) -> dict:  # type: ignore[no-untyped-def]
 def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
     store = tmp_path / "agent.muster"
     out = asyncio.run(session_calls(store))
-    assert set(out["tools"]) == {"remember", "remember_many", "recall", "search_memory", "memory_info"}
+    assert set(out["tools"]) == {
+        "remember",
+        "remember_many",
+        "recall",
+        "search_memory",
+        "forget",
+        "memory_info",
+    }
     for tool in out["tools"].values():
         assert tool.description and len(tool.description) > 40  # every tool documents itself
     assert "query" in out["tools"]["recall"].input_schema["properties"]
@@ -83,8 +94,15 @@ def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
     assert info["namespaces"] == ["default"] and "path" not in info  # the stdio client started the server
     assert out["bad"].is_error and "empty text" in out["bad"].content[0].text
     assert out["bad_units"].is_error and "units must be" in out["bad_units"].content[0].text
-    # The refused calls wrote nothing.
+    schema = out["tools"]["forget"].input_schema["properties"]
+    assert schema["ids"]["type"] == ["array", "null"] and "request_id" in schema
+    assert payload(out["forget_request"])["deleted"] == ["r1"]
+    assert payload(out["forget_id"])["deleted"] == ["r2"] and not payload(out["forget_id"])["erase_pending"]
+    missing = out["forget_missing"]
+    assert missing.is_error and missing.content[0].text.startswith("InputError: no record 'r2'")
+    assert "spare key" not in payload(out["after"])["context"]
+    # The refused calls wrote nothing, and the refused forget deleted nothing (r3 is still there).
     from muster_exact.store import Store
 
     with Store.open(store) as opened:
-        assert opened.head().records == 3
+        assert [r["id"] for r in opened.records()] == ["r3"]

@@ -58,6 +58,14 @@ def recall(query: Any, units: Any = None) -> Callable[[Path], Any]:
     return call
 
 
+def delete(ids: Any = None, request_id: Any = None) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        with Store.open(path) as store:
+            return store.delete(ids, request_id=request_id)
+
+    return call
+
+
 ID = "'id' must be a string or a whole number"
 UNITS = "units must be a whole number from 1 to 200"
 NAMESPACE = "namespace must be 1 to 512 characters"
@@ -141,6 +149,40 @@ CASES = {
         ("/v1/add", {"records": ["x"], "request_id": ""}),
         ("remember", {"text": "x", "request_id": ""}),
         REQUEST_ID,
+    ),
+    "delete: an id true": Case(
+        delete([True]),
+        ("/v1/delete", {"ids": [True]}),
+        ("forget", {"ids": [True]}),
+        "id 0 must be a string or a whole number",
+    ),
+    "delete: an id blank": Case(
+        delete(["r1", " "]),
+        ("/v1/delete", {"ids": ["r1", " "]}),
+        ("forget", {"ids": ["r1", " "]}),
+        "id 1 must be 1 to 512 characters",
+    ),
+    "delete: no ids": Case(
+        delete([]), ("/v1/delete", {"ids": []}), ("forget", {"ids": []}), "nothing to delete"
+    ),
+    "delete: ids and a request_id": Case(
+        delete(["r1"], "b1"),
+        ("/v1/delete", {"ids": ["r1"], "request_id": "b1"}),
+        ("forget", {"ids": ["r1"], "request_id": "b1"}),
+        "exactly one of them",
+    ),
+    "delete: neither": Case(delete(), ("/v1/delete", {}), ("forget", {}), "exactly one of them"),
+    "delete: request_id a number": Case(
+        delete(None, 7),
+        ("/v1/delete", {"request_id": 7}),
+        ("forget", {"request_id": 7}),
+        REQUEST_ID,
+    ),
+    "delete: an id not held": Case(
+        delete(["nope"]),
+        ("/v1/delete", {"ids": ["nope"]}),
+        ("forget", {"ids": ["nope"]}),
+        "no record 'nope' in namespace 'default'; nothing deleted",
     ),
 }
 
