@@ -102,31 +102,35 @@ def remember_node(
 
 
 def _said(state: State, key: str | None, role: str, old_key: str) -> Said | None:
-    """What ``role`` said: ``state[key]`` when a key is named, else the last message of that role,
-    else ``state[old_key]``; None when there is none."""
+    """What ``role`` said: ``state[key]`` when a key is named, else the last message of that role
+    in this turn, else ``state[old_key]``; None when there is none. Kept once per turn: the turn is
+    ``state["turn_id"]``, else the id of the turn's human message (a retried turn has the same)."""
     turn = state.get("turn_id")
     if key is None and state.get("messages"):
-        message = _last(state["messages"], role)
-        if message is not None:
-            by = f"{turn}:{old_key}" if turn is not None else message.id and f"message:{message.id}"
-            return Said(message.text, True, by)
+        said, asked = _this_turn(state["messages"], role)
+        if said is not None:
+            if turn is None and asked is not None and asked.id:
+                turn = f"message:{asked.id}"
+            return Said(said.text, True, None if turn is None else f"{turn}:{old_key}")
     wanted = key or old_key
     if state.get(wanted) is None:
         return None
     return Said(str(state[wanted]), False, None if turn is None else f"{turn}:{wanted}")
 
 
-def _last(messages: Any, role: str) -> Any:
+def _this_turn(messages: Any, role: str) -> tuple[Any, Any]:
     """The last message of ``role`` ("human", "ai") in this turn (an answer after the last human
-    message, not an older turn's), messages given in any form LangChain reads; None if none."""
+    message, not an older turn's) and the turn's human message, either None when absent; messages
+    given in any form LangChain reads."""
     from langchain_core.messages import convert_to_messages
 
+    said = None
     for message in reversed(convert_to_messages(messages)):
-        if message.type == role:
-            return message
+        if message.type == role and said is None:
+            said = message
         if message.type == "human":
-            return None
-    return None
+            return said, message
+    return said, None
 
 
 def _keep(backend: Backend, said: Said, speaker: str, namespace: str | None) -> None:

@@ -73,3 +73,37 @@ def test_verify_cuts_bad_manifest(tmp_path, data) -> None:
     bad.write_text("{}")
     result = run_muster("verify", "cuts", "--data", str(data), "--manifest", str(bad))
     assert result.returncode == 2 and "schema_version" in result.stderr
+
+
+def test_forget_by_id_and_by_request_id(tmp_path) -> None:
+    store = str(tmp_path / "agent.muster")
+    env = {"MUSTER_MODELS": "cpu-small"}
+    notes = '[{"id": "n1", "text": "The demo moved to Friday."}, "Lunch is at noon."]'
+    assert run_muster("add", "--store", store, "-", stdin=notes).returncode == 0
+    added = run_muster("add", "--store", store, "-", "--request-id", "b7", stdin="The code is 4417.")
+    assert added.returncode == 0, added.stderr
+    by_id = run_muster("forget", "--store", store, "--id", "n1", "--id", "n1", env=env)
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout.startswith("1 records deleted (namespace default: 2 records, head ")
+    by_request = run_muster("forget", "--store", store, "--request-id", "b7", "--json", env=env)
+    assert by_request.returncode == 0, by_request.stderr
+    result = json.loads(by_request.stdout)
+    assert result["deleted"] == ["r3"] and result["head"]["records"] == 1 and result["erase_pending"] is False
+    # An id the namespace does not hold is refused, and nothing is deleted (r2 stays).
+    _assert_one_line_error(
+        run_muster("forget", "--store", store, "--id", "r2", "--id", "n1", env=env), "no record 'n1'"
+    )
+    listed = run_muster("query", "--store", store, "When is lunch?", env=env)
+    assert "Lunch is at noon." in listed.stdout and "Friday" not in listed.stdout
+
+
+def test_forget_never_creates_a_store_and_wants_ids_or_a_request_id(tmp_path) -> None:
+    missing = tmp_path / "none.muster"
+    _assert_one_line_error(run_muster("forget", "--store", str(missing), "--id", "r1"), "no store at")
+    assert list(tmp_path.iterdir()) == []
+    for args in ((), ("--id", "r1", "--request-id", "b1")):
+        refused = run_muster("forget", "--store", str(missing), *args)
+        assert refused.returncode == 2 and "--id" in refused.stderr and "Traceback" not in refused.stderr
+    (tmp_path / "a.txt").write_text("one note")
+    assert run_muster("add", "--store", str(missing), str(tmp_path / "a.txt")).returncode == 0
+    _assert_one_line_error(run_muster("forget", "--store", str(missing), "--id", " "), "id 0 must be 1 to")

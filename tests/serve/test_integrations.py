@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pytest
 
@@ -78,9 +79,6 @@ def test_langchain_tools(backend: Backend) -> None:
 
 def test_langgraph_node_recalls_into_state_and_remembers_the_turn(backend: Backend) -> None:
     pytest.importorskip("langgraph")
-    from langgraph.graph import END, START, StateGraph
-
-    from muster_exact.integrations.langgraph_node import memory_node, remember_node
 
     class Turn(TypedDict, total=False):
         question: str
@@ -91,16 +89,7 @@ def test_langgraph_node_recalls_into_state_and_remembers_the_turn(backend: Backe
     def model(state: Turn) -> Turn:  # a stand-in for the chat model: it answers from memory
         return {"answer": f"From memory: {state['memory'][:60]}" if state["memory"] else "I don't know yet."}
 
-    graph = StateGraph(Turn)
-    graph.add_node("memory", memory_node(backend))
-    graph.add_node("model", model)
-    graph.add_node("remember", remember_node(backend))
-    graph.add_edge(START, "memory")
-    graph.add_edge("memory", "model")
-    graph.add_edge("model", "remember")
-    graph.add_edge("remember", END)
-    app = graph.compile()
-
+    app = _graph(backend, Turn, model)
     first = app.invoke({"question": "My locker number is 417. Can you keep that?", "turn_id": "t1"})
     assert first["memory"] == "" and first["answer"] == "I don't know yet."
     again = app.invoke({"question": "My locker number is 417. Can you keep that?", "turn_id": "t1"})
@@ -109,3 +98,103 @@ def test_langgraph_node_recalls_into_state_and_remembers_the_turn(backend: Backe
     assert "417" in second["memory"] and again["memory"]
     texts = [r["text"] for r in backend.store().records()]
     assert texts[0].startswith("My locker number is 417") and texts[-1].startswith("From memory:")
+
+
+def _graph(backend: Backend, state: type, model: Callable[..., Any], **options: str) -> Any:
+    """memory -> model -> remember, the graph an agent builds around its chat model."""
+    from langgraph.graph import END, START, StateGraph
+
+    from muster_exact.integrations.langgraph_node import memory_node, remember_node
+
+    graph = StateGraph(state)
+    graph.add_node("memory", memory_node(backend, **options))
+    graph.add_node("model", model)
+    graph.add_node("remember", remember_node(backend))
+    graph.add_edge(START, "memory")
+    graph.add_edge("memory", "model")
+    graph.add_edge("model", "remember")
+    graph.add_edge("remember", END)
+    return graph.compile()
+
+
+def _messages_graph(backend: Backend, state: type, **options: str) -> Any:
+    from langchain_core.messages import AIMessage
+
+    def model(state: dict[str, Any]) -> dict[str, Any]:  # a stand-in: it answers from what it was shown
+        shown = [m for m in state["messages"] if m.type == "system" and m.name == "memory"]
+        memory = state.get("memory") or (shown[-1].content if shown else "")
+        return {"messages": [AIMessage(content=f"From memory: {memory[:80]}" if memory else "Noted.")]}
+
+    return _graph(backend, state, model, **options)
+
+
+def test_langgraph_node_with_messages_state(backend: Backend) -> None:
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import HumanMessage
+    from langgraph.graph import MessagesState
+
+    app = _messages_graph(backend, MessagesState)
+    first = app.invoke({"messages": [HumanMessage("My locker number is 417.", id="m1")]})
+    assert [m.type for m in first["messages"]] == ["human", "ai"]  # memory was empty: nothing added
+    assert first["messages"][-1].content == "Noted."
+    # The same turn again (a retry, same message id): remembered once.
+    app.invoke({"messages": [HumanMessage("My locker number is 417.", id="m1")]})
+    assert backend.store().head().records == 2
+    # The next turn continues the conversation: the question is the last human message.
+    second = app.invoke(
+        {"messages": [*first["messages"], HumanMessage("What is my locker number?", id="m2")]}
+    )
+    memory = [m for m in second["messages"] if m.type == "system"]
+    assert len(memory) == 1 and memory[0].name == "memory" and "417" in memory[0].content
+    assert second["messages"][-1].content.startswith("From memory:")
+    texts = [r["text"] for r in backend.store().records()]
+    assert texts == ["My locker number is 417.", "Noted.", "What is my locker number?", texts[-1]]
+    assert texts[-1].startswith("From memory:")
+
+
+def test_langgraph_node_with_a_custom_key_and_a_clear_error_without_one(backend: Backend) -> None:
+    pytest.importorskip("langgraph")
+    from langgraph.graph import MessagesState
+
+    from muster_exact.errors import InputError
+    from muster_exact.integrations.langgraph_node import memory_node
+
+    class WithMemory(MessagesState):
+        memory: str
+
+    backend.remember("The boiler was serviced on 3 March.")
+    app = _messages_graph(backend, WithMemory, memory_key="memory")
+    out = app.invoke({"messages": [("user", "When was the boiler serviced?")]})
+    assert "3 March" in out["memory"] and all(m.type != "system" for m in out["messages"])
+    assert "3 March" in out["messages"][-1].content
+
+    node = memory_node(backend)
+    with pytest.raises(InputError, match="no question: it looked for a human message"):
+        node({"messages": [], "topic": "boilers"})
+    with pytest.raises(InputError, match=r"state\['prompt'\]"):
+        memory_node(backend, question_key="prompt")({"question": "q"})
+
+
+def test_langchain_retriever_returns_documents_with_ids(backend: Backend) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    from muster_exact.errors import InputError
+    from muster_exact.integrations.langchain_tools import MusterRetriever
+
+    backend.remember([{"id": "boiler", "text": NOTES[0]}, {"id": "passport", "text": NOTES[1]}])
+    retriever = MusterRetriever(backend=backend, units=1)
+    assert isinstance(retriever, BaseRetriever)
+    documents = retriever.invoke("When does Ana's passport expire?")
+    # Short records are packed into one unit: the passage is that unit, naming both its records.
+    assert len(documents) == 1 and isinstance(documents[0], Document)
+    assert documents[0].page_content == "\n\n".join(NOTES)
+    assert documents[0].metadata["records"] == ["boiler", "passport"]
+    assert isinstance(documents[0].metadata["unit"], int)
+    assert {"channels", "rerank_rank", "reason"} <= set(documents[0].metadata)
+    assert asyncio.run(retriever.ainvoke("boiler"))[0].metadata["records"] == ["boiler", "passport"]
+    other = MusterRetriever(backend=backend, namespace="nobody")
+    assert other.invoke("boiler") == []  # a namespace never written: no passages
+    with pytest.raises(InputError, match="empty query"):
+        retriever.invoke("")
