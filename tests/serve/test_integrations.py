@@ -198,3 +198,15 @@ def test_langchain_retriever_returns_documents_with_ids(backend: Backend) -> Non
     assert other.invoke("boiler") == []  # a namespace never written: no passages
     with pytest.raises(InputError, match="empty query"):
         retriever.invoke("")
+
+
+def test_the_retriever_without_langchain_core_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import muster_exact.integrations.langchain_tools as tools
+    from muster_exact.optional import MissingExtra
+
+    monkeypatch.setitem(sys.modules, "langchain_core.retrievers", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "muster_exact.integrations.langchain_retriever", raising=False)
+    with pytest.raises(MissingExtra, match="pip install langchain-core"):
+        tools.MusterRetriever  # noqa: B018 (the attribute access is the call under test)
