@@ -112,11 +112,18 @@ class Lines:
 
 
 def bar(
-    total: int, desc: str, unit: str = "texts", *, shown_from: int = SHOWN_FROM, initial: int = 0
+    total: int,
+    desc: str,
+    unit: str = "texts",
+    *,
+    shown_from: int = SHOWN_FROM,
+    initial: int = 0,
+    asked: bool | None = None,
 ) -> Progress:
     """Progress over ``total`` steps (``update``, ``close``): a bar on a terminal, :class:`Lines`
-    elsewhere, or :class:`Silent` when not asked for or under ``shown_from`` steps."""
-    if not _SHOWN.get() or total < shown_from:
+    elsewhere, or :class:`Silent` when not asked for or under ``shown_from`` steps. ``asked``:
+    whether it is asked for, when the caller has its own switch (else: inside :func:`shown`)."""
+    if not (_SHOWN.get() if asked is None else asked) or total < shown_from:
         return Silent()
     tqdm = _tqdm() if _terminal() else None
     if tqdm is None:

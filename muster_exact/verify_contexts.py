@@ -97,7 +97,7 @@ def check(
     """Rebuild the manifest's stores and compare each pinned question's context SHA-256.
     ``progress``: the count of questions checked, with its rate and ETA, on stderr."""
     from muster_exact.memory import build
-    from muster_exact.progress import bar, shown
+    from muster_exact.progress import bar
     from muster_exact.rules import EXACT, NATIVE
 
     manifest = manifest if manifest is not None else load(path)
@@ -106,8 +106,7 @@ def check(
     wanted = set(manifest["stores"])
     seen: dict[str, str] = {}
     name = label(manifest["benchmark"], manifest["preset"], manifest["models"], manifest["rules"])
-    with shown(progress):
-        counted = bar(len(pinned), name, "questions", shown_from=1)
+    counted = bar(len(pinned), name, "questions", shown_from=1, asked=progress)
     try:
         for store in benchmark_stores(manifest["benchmark"], data_dir):
             if store.name not in wanted:
