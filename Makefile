@@ -23,11 +23,19 @@ help:  ## list the targets
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
+EXTRAS := dev,models,onnx,harness,mcp,http,openai-agents,langchain,langgraph
+
+# Each step says what it installs, and pip (not --quiet) names each package as it goes:
+# a fresh install takes minutes and should not look stuck.
 $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
-	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,models,onnx,harness,mcp,http,openai-agents,langchain,langgraph]"
+	@echo "== install [1/3]: $(TORCH), the CPU build, into $(VENV)"
+	$(BIN)/pip install --disable-pip-version-check "$(TORCH)"
+	@echo "== install [2/3]: MUSTER (editable) with [$(EXTRAS)], pinned by constraints.txt (minutes on a fresh venv)"
+	$(BIN)/pip install --disable-pip-version-check -c constraints.txt -e ".[$(EXTRAS)]"
+	@echo "== install [3/3]: the cl100k_base tokenizer file, under $(MUSTER_HOME)"
 	$(BIN)/muster fetch
 	touch $@
+	@echo "== installed: $(VENV) (make test, make reproduce)"
 
 install: $(STAMP)  ## venv: the library with its model extras, dev tools, the tokenizer file
 

@@ -5,7 +5,8 @@
     python -m harness stage=tables benchmark=locomo preset=locomo.u10 models=cpu-small
 
 Runs under PYTHONHASHSEED=0 (it re-executes itself when unset), as exact
-mode requires. Typed errors become one line on stderr and exit code 2.
+mode requires. Typed errors become one line on stderr and exit code 2; a closed stdout ends it
+quietly (:mod:`muster_exact.pipes`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from omegaconf import DictConfig
 from harness.config import ConfigError, check, register
 from harness.seed import ensure_hash_seed
 from muster_exact.errors import MusterError
+from muster_exact.pipes import closed_stdout
 from muster_exact.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,6 +60,8 @@ def run(cfg: DictConfig) -> None:
     except MusterError as exc:  # raised inside Hydra's job: answer here, one line, exit 2
         print(f"harness: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except BrokenPipeError:  # stdout's reader closed (`... | head`): stop quietly
+        sys.exit(closed_stdout())
 
 
 def main() -> None:
@@ -66,6 +70,9 @@ def main() -> None:
         check_choices(sys.argv[1:])
         register()
         run()
+        sys.stdout.flush()  # a closed stdout is met here, not in the exit's last flush
     except MusterError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(closed_stdout())

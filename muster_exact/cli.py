@@ -1,4 +1,5 @@
-"""The ``muster`` command. Typed library errors become one stderr line and exit 2 here."""
+"""The ``muster`` command. Typed library errors become one stderr line and exit 2 here; a closed
+stdout ends it quietly (:mod:`muster_exact.pipes`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from muster_exact import __version__, tokens, verify
+from muster_exact import __version__, pipes, tokens, verify
 from muster_exact.derive import derive
 from muster_exact.errors import InputError, MusterError
 from muster_exact.explain import explain
@@ -41,7 +42,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     checked_query(args.question)
     if args.store:
         store = _open_store(args)
-        store.progress = True  # shown only where stderr is a terminal
+        store.progress = not args.quiet  # on stderr; stdout is the same either way
         memory = store.memory()
         # Read through the store: a failure of its file is then one typed line like every other.
         reader: Any = store
@@ -52,7 +53,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
             models=args.models,
             mode=args.mode,
             units=args.units,
-            progress=True,  # shown only where stderr is a terminal
+            progress=not args.quiet,  # on stderr; stdout is the same either way
         )
         reader = memory
     if args.explain:
@@ -281,14 +282,11 @@ def _cmd_verify_contexts(args: argparse.Namespace) -> int:
     verify_contexts.require_data(Path(args.data), {m["benchmark"] for m in manifests.values()})
     failed = False
     for path, manifest in manifests.items():
-        result = verify_contexts.check(path, Path(args.data), manifest)
+        result = verify_contexts.check(path, Path(args.data), manifest, progress=not args.quiet)
         ok = not result.differing and not result.missing
         failed |= not ok
         print(
-            f"{result.benchmark} {result.preset} {result.models}"
-            + ("" if result.rules == "exact" else f" ({result.rules} rules)")
-            + ": "
-            f"{result.identical} of {result.total} identical" + ("" if ok else "  FAIL"),
+            f"{result.name}: {result.identical} of {result.total} identical" + ("" if ok else "  FAIL"),
             flush=True,
         )
         for qid in result.differing[:10]:
@@ -311,12 +309,25 @@ def _input_limit_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _quiet_option(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
+    """``-q``: before the command (``muster -q query ...``) or after it, where long work is shown
+    (a subcommand's copy leaves the value alone unless given: SUPPRESS)."""
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="no progress on stderr for long work (a bar on a terminal, else a line per tenth)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="muster", description="MUSTER: long-term memory that keeps every word."
     )
     parser.add_argument("--version", action="version", version=f"muster {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
+    _quiet_option(parser, default=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = commands.add_parser("derive", help="detect a store's structure and print the plan and why")
@@ -348,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print plan and context as JSON")
     _input_limit_option(p)
+    _quiet_option(p)
     p.set_defaults(run=_cmd_query)
 
     p = commands.add_parser("add", help="add records to a store (one transaction; no model is called)")
@@ -455,16 +467,32 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
     c.add_argument("--preset", help="only this preset's manifests")
     c.add_argument("--manifests", help="manifest folder (default: manifests/)")
+    _quiet_option(c)
     c.set_defaults(run=_cmd_verify_contexts)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command, and its one place for errors. A closed stdout (`muster query F Q | head -1`)
+    ends it quietly wherever it is met: in a print, or in the flush of what is still buffered,
+    done here and not in the interpreter's exit (argparse's --help and --version exit too)."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader has what it wanted
+        return pipes.closed_stdout()
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # not an unreadable file (OSError below): main answers it
+        raise
     except MusterError as exc:
         print(f"muster: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -37,7 +37,7 @@ from muster_exact.memo import COUNT, Codec, Memo, counts, strings
 from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
 from muster_exact.pieces import Pieces, WindowLike, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
-from muster_exact.progress import shown
+from muster_exact.progress import shown, step
 from muster_exact.records import from_records
 from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
 from muster_exact.rules import CHOICES, Rules, for_mode
@@ -542,7 +542,7 @@ def _vectors(
 
     def compute(missing: list[str]) -> list[Any]:
         nonlocal embedded
-        matrix, embedded = embed_cached(missing, model_id, embed, cache)
+        matrix, embedded = embed_cached(missing, model_id, _announced(embed, model_id), cache)
         memo.found_elsewhere(kind, len(missing) - embedded)
         return list(matrix)
 
@@ -550,6 +550,17 @@ def _vectors(
     if not rows:
         return np.zeros((0, 0), dtype=np.float32), 0
     return np.vstack(rows), embedded
+
+
+def _announced(embed: Any, model_id: str) -> Any:
+    """The embedder's one call, with a line as it starts and as it ends where progress is shown
+    (on a terminal the embedder draws its own bar too)."""
+
+    def call(texts: list[str]) -> Any:
+        with step(f"embed ({model_id})", len(texts), "pieces"):
+            return embed(texts)
+
+    return call
 
 
 def unit_texts(cut: Cut) -> list[str]:
@@ -581,7 +592,8 @@ def build(
     cross-encoder scores (the Store keeps both in its file); ``rules`` (a
     :class:`~muster_exact.rules.Rules`) overrides the mode's retrieval rules; ``memo`` (a
     :class:`~muster_exact.memo.Memo`) keeps per-text work for the next build of a growing store;
-    ``progress``: bars on stderr for the long stages, where stderr is a terminal; ``derived``:
+    ``progress``: the long stages' progress on stderr (a bar on a terminal, else a line per
+    tenth; :mod:`muster_exact.progress`), never on stdout; ``derived``:
     the derive result of ``data`` under these settings, saved earlier (a store keeps it:
     :mod:`muster_exact.saved`), used instead of detecting and cutting again.
     """

@@ -250,7 +250,9 @@ class Store:
         # Per-text work of the last build (muster_exact.memo): a read after an add analyses the
         # new records and the units they change, not the store. Started anew on delete.
         self.memo = Memo()
-        self.progress = False  # bars on stderr for a long rebuild, on a terminal (the CLI sets it)
+        self.progress = (
+            False  # progress on stderr for a long rebuild (the CLI sets it; muster_exact.progress)
+        )
 
     @property
     def read_only(self) -> bool:

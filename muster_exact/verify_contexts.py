@@ -39,6 +39,10 @@ class ContextCheck:
     differing: tuple[str, ...]  # question ids, in benchmark order
     missing: tuple[str, ...]  # pinned ids the data no longer has
 
+    @property
+    def name(self) -> str:
+        return label(self.benchmark, self.preset, self.models, self.rules)
+
 
 def manifest_paths(root: Path, preset: str | None = None) -> list[Path]:
     pattern = f"*/{preset}/*.json" if preset else "*/*/*.json"
@@ -87,9 +91,13 @@ def path_for(root: Path, benchmark: str, preset: str, models: str, rules: str) -
     return root / "contexts" / benchmark / preset / f"{models}{suffix}.json"
 
 
-def check(path: Path, data_dir: Path, manifest: dict[str, Any] | None = None) -> ContextCheck:
-    """Rebuild the manifest's stores and compare each pinned question's context SHA-256."""
+def check(
+    path: Path, data_dir: Path, manifest: dict[str, Any] | None = None, *, progress: bool = False
+) -> ContextCheck:
+    """Rebuild the manifest's stores and compare each pinned question's context SHA-256.
+    ``progress``: the count of questions checked, with its rate and ETA, on stderr."""
     from muster_exact.memory import build
+    from muster_exact.progress import bar
     from muster_exact.rules import EXACT, NATIVE
 
     manifest = manifest if manifest is not None else load(path)
@@ -97,13 +105,21 @@ def check(path: Path, data_dir: Path, manifest: dict[str, Any] | None = None) ->
     pinned: dict[str, str] = manifest["hashes"]
     wanted = set(manifest["stores"])
     seen: dict[str, str] = {}
-    for store in benchmark_stores(manifest["benchmark"], data_dir):
-        if store.name not in wanted:
-            continue
-        memory = build(store.source, preset=manifest["preset"], models=manifest["models"], rules=rules)
-        for question in store.questions:
-            if question.id in pinned:
-                seen[question.id] = hashlib.sha256(memory.context(question.text).text.encode()).hexdigest()
+    name = label(manifest["benchmark"], manifest["preset"], manifest["models"], manifest["rules"])
+    counted = bar(len(pinned), name, "questions", shown_from=1, asked=progress)
+    try:
+        for store in benchmark_stores(manifest["benchmark"], data_dir):
+            if store.name not in wanted:
+                continue
+            # The build's own bars stay off: one count per manifest reads better in a log.
+            memory = build(store.source, preset=manifest["preset"], models=manifest["models"], rules=rules)
+            for question in store.questions:
+                if question.id in pinned:
+                    context = memory.context(question.text)
+                    seen[question.id] = hashlib.sha256(context.text.encode()).hexdigest()
+                    counted.update()
+    finally:
+        counted.close()
     differing = tuple(q for q in pinned if q in seen and seen[q] != pinned[q])
     missing = tuple(q for q in pinned if q not in seen)
     return ContextCheck(
@@ -116,6 +132,11 @@ def check(path: Path, data_dir: Path, manifest: dict[str, Any] | None = None) ->
         differing,
         missing,
     )
+
+
+def label(benchmark: str, preset: str, models: str, rules: str) -> str:
+    """How a manifest is named in its progress and its verdict line."""
+    return f"{benchmark} {preset} {models}" + ("" if rules == "exact" else f" ({rules} rules)")
 
 
 def write(

@@ -41,13 +41,27 @@ def reproduced() -> list[str]:
     return [name for name in benchmarks.REGISTRY if benchmarks.load(name).reproduced]
 
 
-def step(title: str, command: list[str]) -> float:
-    print(f"\n== {title}\n$ {' '.join(command)}", flush=True)
-    started = time.perf_counter()
-    result = subprocess.run(command, cwd=REPO)
-    if result.returncode != 0:
-        raise SystemExit(f"reproduce: '{title}' failed with exit code {result.returncode}")
-    return time.perf_counter() - started
+class Steps:
+    """The reproduction's commands, each announced as ``== [k/N] title`` and timed, so a log says
+    how far it is (each harness job adds its own count of questions, with questions/s and an ETA)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.started = time.perf_counter()
+
+    def run(self, title: str, command: list[str]) -> float:
+        self.done += 1
+        print(f"\n== [{self.done}/{self.total}] {title}\n$ {' '.join(command)}", flush=True)
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=REPO)
+        if result.returncode != 0:
+            raise SystemExit(f"reproduce: '{title}' failed with exit code {result.returncode}")
+        seconds = time.perf_counter() - started
+        print(f"== [{self.done}/{self.total}] done in {seconds:.0f} s ({self.elapsed()} so far)", flush=True)
+        return seconds
+
+    def elapsed(self) -> str:
+        return f"{time.perf_counter() - self.started:.0f} s"
 
 
 def muster_run(benchmark: str, preset: str, results: str, system: str) -> Path:
@@ -90,8 +104,11 @@ def main() -> None:
     parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
     parser.add_argument("--results", default="results/runs")
     args = parser.parse_args()
-    started = time.perf_counter()
     python = sys.executable
+    benchmarks_run = reproduced()
+    # Two checks, then per benchmark its contexts and one tables step per preset.
+    steps = Steps(2 + len(benchmarks_run) * (1 + len(UNITS)))
+    step = steps.run
     step("detection over every store", [python, "-m", "muster_exact", "verify", "cuts", "--data", args.data])
     # Offline, no model: the accuracy the published LoCoMo judge outputs imply (results/audit/published.md).
     step(
@@ -99,7 +116,7 @@ def main() -> None:
         [python, "-m", "harness", "stage=published", f"paths.data_root={args.data}"],
     )
     summary = []
-    for benchmark in reproduced():
+    for benchmark in benchmarks_run:
         presets = [f"{benchmarks.load(benchmark).preset_family}.u{u}" for u in UNITS]
         common = [
             f"benchmark={benchmark}",
@@ -111,7 +128,7 @@ def main() -> None:
             f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets",
             [
                 python, "-m", "harness", "-m", *common,
-                "preset=" + ",".join(presets), "system=" + ",".join(SYSTEMS), "stage.progress=false",
+                "preset=" + ",".join(presets), "system=" + ",".join(SYSTEMS),
             ],
         )  # fmt: skip
         for preset in presets:
@@ -134,8 +151,7 @@ def main() -> None:
         )
         for qid in differing[:5]:
             print(f"    differs: {qid}")
-    total = time.perf_counter() - started
-    print(f"tables: results/<benchmark>/<preset>/{MODELS}/comparison.md; total {total:.0f} s")
+    print(f"tables: results/<benchmark>/<preset>/{MODELS}/comparison.md; total {steps.elapsed()}")
     sys.exit(1 if failed else 0)
 
 

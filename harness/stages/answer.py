@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from harness import benchmarks, llm, run_record, runs, systems
 from harness.data import DataRoot
@@ -30,6 +29,7 @@ from harness.pinned import describe, pinned_files
 from harness.prompts import Template
 from harness.prompts import load as load_prompts
 from harness.runs import StageOrderError, saved_contexts
+from muster_exact import progress
 from muster_exact.corpora import BenchmarkStore, Question
 from muster_exact.errors import MusterError
 
@@ -115,8 +115,8 @@ def run(cfg: DictConfig, repo: Path) -> Path:
         written = 0
         try:
             with runs.append_to(answered) as out:
-                progress = tqdm(
-                    total=total, initial=len(done), desc="answer", unit="q", disable=not cfg.stage.progress
+                counted = progress.bar(
+                    total, "answer", "q", shown_from=1, initial=len(done), asked=cfg.stage.progress
                 )
                 for job, (template, values, outcome) in llm.run_bounded(
                     jobs(cfg, stores, saved, done), ask, endpoint.concurrency
@@ -125,8 +125,8 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                     out.write(json.dumps(line, ensure_ascii=False) + "\n")
                     out.flush()
                     written += 1
-                    progress.update()
-                progress.close()
+                    counted.update()
+                counted.close()
         finally:
             client.cache.close()
             run_record.write(

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from harness import benchmarks, run_record, runs, systems
 from harness.data import DataRoot
 from harness.memories import memory_for
 from harness.metrics import question_scores
 from harness.tables import write_run_tables
+from muster_exact import progress
 from muster_exact.corpora import BenchmarkStore
 
 log = logging.getLogger(__name__)
@@ -86,16 +86,17 @@ def _write_contexts(
     timings: TextIO,
     counts: dict[str, int],
 ) -> None:
-    """Each question of this shard's stores not done yet: its context line and its timing."""
+    """Each question of this shard's stores not done yet: its context line and its timing.
+    ``stage.progress``: one count over them all on stderr, with questions/s and an ETA (a bar on
+    a terminal, a line per tenth in a log)."""
     shard, shards = cfg.stage.shard, cfg.stage.shards
     cache_path = None  # the default vector cache under $MUSTER_HOME
-    stores = tqdm(
-        list(enumerate(all_stores)), desc=cfg.benchmark.name, unit="store", disable=not cfg.stage.progress
-    )
-    for store_index, store in stores:
-        if store_index % shards != shard:
-            continue
-        todo = [(i, q) for i, q in enumerate(store.questions) if q.id not in done]
+    mine = [(i, store) for i, store in enumerate(all_stores) if i % shards == shard]
+    todo_of = {i: [(j, q) for j, q in enumerate(store.questions) if q.id not in done] for i, store in mine}
+    total = sum(map(len, todo_of.values()))
+    counted = progress.bar(total, f"{cfg.preset.name} {system}", "q", shown_from=1, asked=cfg.stage.progress)
+    for store_index, store in mine:
+        todo = todo_of[store_index]
         counts["stores"] += 1
         if not todo:
             continue
@@ -104,8 +105,7 @@ def _write_contexts(
         timings.write(
             json.dumps({"store": store.name, "build_s": round(build_s, 4), "reused": reused}) + "\n"
         )
-        progress = tqdm(todo, desc=store.name, unit="q", disable=not cfg.stage.progress, leave=False)
-        for question_index, question in progress:
+        for question_index, question in todo:
             t0 = time.perf_counter()
             context, budget = systems.context(memories, system, question.text)
             query_ms = 1000 * (time.perf_counter() - t0)
@@ -128,6 +128,8 @@ def _write_contexts(
             out.flush()
             timings.write(json.dumps({"qid": question.id, "query_ms": round(query_ms, 3)}) + "\n")
             counts["questions"] += 1
+            counted.update()
+    counted.close()
 
 
 def _first_run(path: Path) -> dict[str, Any] | None:

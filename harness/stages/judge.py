@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from harness import benchmarks, llm, run_record, runs
 from harness.benchmark import Benchmark
@@ -28,6 +27,7 @@ from harness.pinned import PinnedFiles, describe, pinned_files
 from harness.prompts import PromptSet
 from harness.prompts import load as load_prompts
 from harness.tables import write_judged_tables
+from muster_exact import progress
 
 log = logging.getLogger(__name__)
 
@@ -121,15 +121,15 @@ def _judge_all(
     written = 0
     try:
         with runs.append_to(judged_before) as out:
-            progress = tqdm(
-                total=len(answers), initial=len(done), desc="judge", unit="q", disable=not cfg.stage.progress
+            counted = progress.bar(
+                len(answers), "judge", "q", shown_from=1, initial=len(done), asked=cfg.stage.progress
             )
             for _, judged in llm.run_bounded(todo, judge, endpoint.concurrency):
                 out.write(json.dumps(judged, ensure_ascii=False) + "\n")
                 out.flush()
                 written += 1
-                progress.update()
-            progress.close()
+                counted.update()
+            counted.close()
         tables = write_judged_tables(directory, cfg.benchmark.name, cfg.judge.official_quirks)
     finally:
         client.cache.close()

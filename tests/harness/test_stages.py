@@ -33,7 +33,7 @@ def tiny(tmp_path_factory) -> Path:
 
 
 def harness(
-    root: Path, *overrides: str, results: str = "runs", data: str = "data"
+    root: Path, *overrides: str, results: str = "runs", data: str = "data", progress: bool = False
 ) -> subprocess.CompletedProcess[str]:
     command = [
         sys.executable,
@@ -45,7 +45,7 @@ def harness(
         f"paths.manifests={root / 'manifests'}",
         f"paths.results={root / results}",
         f"paths.tables={root / 'tables'}",
-        "stage.progress=false",
+        f"stage.progress={str(progress).lower()}",
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}  # the app sets it itself
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
@@ -102,6 +102,19 @@ def test_an_interrupted_run_resumes_to_the_same_files(tiny: Path) -> None:
     assert path.read_bytes() == complete
     resumed = json.loads((path.parent / "run.json").read_text())
     assert resumed["counts"]["resumed"] == 5 and resumed["first_run"]["counts"]["questions"] == 22
+
+
+def test_progress_in_a_log_is_a_line_per_tenth_and_leaves_the_contexts_alone(tiny: Path) -> None:
+    run = ("benchmark=locomo", "preset=locomo.u10")
+    assert harness(tiny, *run, results="runs-quiet").returncode == 0
+    shown = harness(tiny, *run, results="runs-progress", progress=True)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "\r" not in shown.stderr  # stderr is a pipe: lines, not a bar redrawn in place
+    counted = [line for line in shown.stderr.splitlines() if line.startswith("locomo.u10 muster: ")]
+    assert len(counted) == 10, shown.stderr[-3000:]  # 22 questions: a line at each tenth
+    assert "q/s, ETA " in counted[0] and counted[-1].startswith("locomo.u10 muster: 22/22 q (100%), ")
+    quiet = contexts_file(tiny, "locomo", results="runs-quiet")
+    assert contexts_file(tiny, "locomo", results="runs-progress").read_bytes() == quiet.read_bytes()
 
 
 def test_a_sharded_run_equals_the_unsharded_one(tiny: Path) -> None:

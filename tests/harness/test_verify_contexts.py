@@ -24,6 +24,13 @@ def test_verify_contexts_recomputes_and_compares(tiny, tmp_path) -> None:  # noq
     )
     assert ok.returncode == 0, ok.stderr
     assert "locomo locomo.u10 cpu-small: 22 of 22 identical" in ok.stdout
+    # The count of questions checked, on stderr only, in lines (stderr is a pipe), and -q silences it.
+    assert "\r" not in ok.stderr and "locomo locomo.u10 cpu-small: 22/22 questions (100%), " in ok.stderr
+    assert "questions" not in ok.stdout
+    quiet = run_muster(
+        "-q", "verify", "contexts", "--data", str(tiny / "data"), "--manifests", str(tmp_path / "manifests")
+    )
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ok.stdout, quiet.stderr
 
     # The same preset under native rules is pinned beside it and checked the same way.
     native_run = ("benchmark=locomo", "preset=locomo.u10", "system=muster_native")

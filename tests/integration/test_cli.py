@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from muster_exact import Plan
-from tests.conftest import run_muster
+from muster_exact import Plan, progress
+from muster_exact.cli import build_parser
+from muster_exact.pipes import EXIT_CLOSED_PIPE
+from tests.conftest import REPO, run_muster
 
 
 def test_derive_text_file_explains(tmp_path) -> None:
@@ -107,3 +115,98 @@ def test_forget_never_creates_a_store_and_wants_ids_or_a_request_id(tmp_path) ->
     (tmp_path / "a.txt").write_text("one note")
     assert run_muster("add", "--store", str(missing), str(tmp_path / "a.txt")).returncode == 0
     _assert_one_line_error(run_muster("forget", "--store", str(missing), "--id", " "), "id 0 must be 1 to")
+
+
+def _records(tmp_path: Path, count: int, words: int = 8) -> Path:
+    path = tmp_path / f"records-{count}.jsonl"
+    rows = [
+        {
+            "speaker": "Ana" if i % 2 else "Bo",
+            "time": f"2023-05-{1 + i % 28:02d}",
+            "text": f"Message {i}: the dog Rex{i % 11} was in city {i % 37}. " + "and then " * words,
+        }
+        for i in range(count)
+    ]
+    path.write_text("\n".join(json.dumps(row) for row in rows))
+    return path
+
+
+def _fresh_home(tmp_path: Path, name: str) -> dict[str, str]:
+    """An empty vector cache: every piece is embedded, so the build has progress to show."""
+    return {"MUSTER_MODELS": "cpu-small", "MUSTER_HOME": str(tmp_path / name)}
+
+
+QUESTION = "Where was Rex3?"
+
+
+def test_progress_is_lines_on_stderr_and_stdout_is_the_same_without_it(tmp_path) -> None:
+    path = _records(tmp_path, progress.STEP_FROM + 40)  # over the embedder's step threshold
+    shown = run_muster("query", str(path), QUESTION, "--json", env=_fresh_home(tmp_path, "a"))
+    assert shown.returncode == 0, shown.stderr
+    # stderr is a pipe here: plain lines (no redrawing), the embedder's start and end with its rate.
+    assert "\r" not in shown.stderr
+    started, ended = shown.stderr.splitlines()
+    assert re.fullmatch(r"embed \(packaged:\S+\): \d+ pieces \.\.\.", started), shown.stderr
+    assert re.fullmatch(r"embed \(packaged:\S+\): \d+ pieces in \d+:\d\d, [\d.]+ pieces/s", ended)
+    json.loads(shown.stdout)  # stdout holds the JSON alone
+    quiet = run_muster("query", str(path), QUESTION, "--json", "--quiet", env=_fresh_home(tmp_path, "b"))
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert quiet.stdout == shown.stdout  # byte for byte: progress never touches the output
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-q", "query", "F", "Q"],
+        ["query", "F", "Q", "-q"],
+        ["-q", "verify", "contexts", "--data", "D"],
+        ["verify", "contexts", "--data", "D", "--quiet"],
+    ],
+)
+def test_quiet_before_the_command_or_after_it(argv: list[str]) -> None:
+    assert build_parser().parse_args(argv).quiet
+    assert not build_parser().parse_args([a for a in argv if a not in ("-q", "--quiet")]).quiet
+
+
+def _muster(*args: str, stdout: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "muster_exact", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env={**os.environ, **env},
+    )
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("command", ["presets", "--help", "query"])
+def test_a_closed_pipe_ends_the_cli_quietly(tmp_path, command: str, unbuffered: str) -> None:
+    """The reader is gone before the first write (deterministic): no "Broken pipe", no traceback,
+    and the exit status of a tool SIGPIPE stopped (141), as `yes | head -1` gives. Unbuffered
+    (PYTHONUNBUFFERED=1), a print meets the closed pipe; buffered, the flush at the end does
+    (after argparse's exit, for --help)."""
+    args = ("query", str(_records(tmp_path, 30)), QUESTION) if command == "query" else (command,)
+    read, write = os.pipe()
+    os.close(read)
+    env = {**_fresh_home(tmp_path, "home"), "PYTHONUNBUFFERED": unbuffered}
+    process = _muster(*args, stdout=write, env=env)
+    os.close(write)
+    _, stderr = process.communicate(timeout=600)
+    # Unbuffered, argparse's own write of --help ignores the error (and exits 0): nothing is left.
+    expected = 0 if command == "--help" and unbuffered else EXIT_CLOSED_PIPE
+    assert process.returncode == expected, stderr
+    assert stderr == b""
+
+
+def test_a_reader_that_stops_after_one_line(tmp_path) -> None:
+    """`muster query F Q --json --explain | head -1` with an output far larger than the pipe."""
+    path = _records(tmp_path, 60, words=40)
+    args = ("query", str(path), QUESTION, "--json", "--explain", "--units", "40")
+    process = _muster(*args, stdout=subprocess.PIPE, env=_fresh_home(tmp_path, "home"))
+    assert process.stdout is not None and process.stderr is not None
+    fcntl.fcntl(process.stdout, fcntl.F_SETPIPE_SZ, 4096)  # the smallest pipe: the writer must wait
+    assert process.stdout.readline() == b"{\n"
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait(timeout=600) == EXIT_CLOSED_PIPE, stderr
+    assert b"Broken pipe" not in stderr and b"Traceback" not in stderr and stderr == b""

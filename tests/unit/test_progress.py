@@ -1,11 +1,12 @@
-"""Progress bars: shown only when asked for and only on a terminal; the blocks they compute in
-give what one call gives."""
+"""Progress: shown only when asked for, on stderr only, a bar on a terminal and plain lines
+elsewhere; the blocks it computes in give what one call gives."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -78,8 +79,54 @@ def _stderr_of(switch: str, terminal: bool) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
+# One line of the form a log gets: count, share, rate and (until the end) the time left.
+LINE = re.compile(
+    r"(?P<desc>.+): (?P<done>\d+)/(?P<total>\d+) (?P<unit>\S+) \(\d+%\), [\d.]+ (?P=unit)/s(, ETA \S+)?"
+)
+
+
 def test_a_bar_is_drawn_on_a_terminal_when_asked_for_and_never_otherwise() -> None:
     drawn = _stderr_of("on", terminal=True)
-    assert "tokens:" in drawn and "/6000" in drawn
+    assert "tokens:" in drawn and "/6000" in drawn and "\r" in drawn  # redrawn in place
     assert _stderr_of("off", terminal=True) == ""
-    assert _stderr_of("on", terminal=False) == ""  # a pipe or a log file: no bar
+    assert _stderr_of("off", terminal=False) == ""
+
+
+def test_on_a_pipe_or_a_log_progress_is_a_few_plain_lines() -> None:
+    logged = _stderr_of("on", terminal=False)
+    assert "\r" not in logged and "\x1b" not in logged  # no redrawing, no terminal codes
+    lines = logged.splitlines()
+    # The memo counts 6000 texts in blocks of 2000: a line at each tenth crossed, and no more.
+    assert [LINE.fullmatch(line)["done"] for line in lines] == ["2000", "4000", "6000"], logged  # type: ignore[index]
+    assert "ETA" in lines[0] and lines[-1].startswith("tokens: 6000/6000 texts (100%), ")
+
+
+def test_lines_at_each_tenth_and_where_it_stopped(capsys) -> None:
+    with progress.shown(True):
+        counted = progress.bar(25, "locomo muster", "q", shown_from=1, initial=5)
+    for _ in range(12):
+        counted.update()
+    counted.close()  # stopped at 17 of 25, between two tenths: one more line says where
+    out, err = capsys.readouterr()
+    assert out == ""  # stdout is the user's: never progress
+    done = [int(LINE.fullmatch(line)["done"]) for line in err.splitlines()]  # type: ignore[index]
+    assert done == [8, 10, 13, 15, 17]  # the tenths 3, 4, 5, 6 (from 2, the resumed ones), then 17
+    assert all(line.startswith("locomo muster: ") for line in err.splitlines())
+
+
+def test_nothing_unless_asked_and_a_step_says_when_it_starts_and_ends(capsys) -> None:
+    progress.bar(100, "x", shown_from=1).update(100)
+    with progress.step("embed (m)", 500, "pieces"):
+        pass
+    assert capsys.readouterr() == ("", "")
+    with progress.shown(True):
+        with progress.step("embed (m)", progress.STEP_FROM - 1, "pieces"):  # too small to say
+            pass
+        with progress.step("embed (m)", 500, "pieces"):
+            pass
+    out, err = capsys.readouterr()
+    assert out == ""
+    started, ended = err.splitlines()
+    assert started == "embed (m): 500 pieces ..."
+    assert re.fullmatch(r"embed \(m\): 500 pieces in \d+:\d\d, [\d.]+ pieces/s", ended)
+    assert progress.clock(3725) == "1:02:05" and progress.clock(65) == "1:05" and progress.clock(None) == "?"
