@@ -8,11 +8,11 @@ Entries are lazy: reading it imports no stage and no benchmark adapter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Any
 
 from muster_exact.registry import Registry
 
-GROUPS: Registry[Iterable[str]] = Registry(
+GROUPS: Registry[Registry[Any]] = Registry(
     "config group",
     {
         "benchmark": "harness.benchmarks:REGISTRY",
@@ -31,7 +31,4 @@ def names(group: str) -> list[str]:
 
 def check(group: str, name: str) -> str:
     """``name`` when the registry of ``group`` holds it, else that registry's one typed error."""
-    found = GROUPS.get(group)
-    if isinstance(found, Registry):
-        return found.check(name)
-    return Registry(group, dict.fromkeys(found, group)).check(name)  # a plain mapping of names
+    return GROUPS.get(group).check(name)
