@@ -67,13 +67,7 @@ def _one(record: Any, index: int) -> dict[str, Any]:
             if isinstance(item.get(key), str):
                 check_unicode(item[key], f"record {index} '{key}'")
     if "id" in item:
-        raw_id = item["id"]
-        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-            raise InputError(f"record {index}: 'id' must be a string or a whole number")
-        record_id = str(raw_id)
-        if not record_id.strip() or len(record_id) > MAX_ID_CHARS:
-            raise InputError(f"record {index}: 'id' must be 1 to {MAX_ID_CHARS} characters")
-        item["id"] = record_id
+        item["id"] = _checked_id(item["id"], f"record {index}: 'id'")
     try:
         json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
@@ -97,16 +91,18 @@ def checked_delete(record_ids: Any, request_id: Any) -> tuple[list[str] | None, 
         raise InputError(f"ids must be a record id or a list of them, not {type(record_ids).__name__}")
     if not record_ids:
         raise InputError("nothing to delete: the id list is empty")
-    return list(dict.fromkeys(_checked_id(i, n) for n, i in enumerate(record_ids))), None
+    return list(dict.fromkeys(_checked_id(i, f"id {n}") for n, i in enumerate(record_ids))), None
 
 
-def _checked_id(record_id: Any, index: int) -> str:
+def _checked_id(record_id: Any, where: str) -> str:
+    """A record id as ``add`` stores it and ``delete`` names it (one rule for both): a string or a
+    whole number, 1 to ``MAX_ID_CHARS`` characters of valid Unicode, as text."""
     if not isinstance(record_id, (str, int)) or isinstance(record_id, bool):
-        raise InputError(f"id {index} must be a string or a whole number, not {type(record_id).__name__}")
+        raise InputError(f"{where} must be a string or a whole number, not {type(record_id).__name__}")
     text = str(record_id)
     if not text.strip() or len(text) > MAX_ID_CHARS:
-        raise InputError(f"id {index} must be 1 to {MAX_ID_CHARS} characters")
-    check_unicode(text, f"id {index}")
+        raise InputError(f"{where} must be 1 to {MAX_ID_CHARS} characters")
+    check_unicode(text, where)
     return text
 
 
