@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -24,7 +25,7 @@ from omegaconf import MISSING, DictConfig
 
 from harness import registries
 from harness.llm import Endpoint
-from muster_exact import presets
+from muster_exact import models, presets
 from muster_exact.errors import MusterError
 
 
@@ -132,7 +133,12 @@ class ConfigError(MusterError):
 def check(cfg: DictConfig) -> None:
     """The rules between config values, checked before a stage reads or writes anything."""
     for group in registries.GROUPS:
-        registries.check(group, cfg[group].name)  # a group file the registry lacks is refused here
+        if group == "models" and models.looks_like_path(cfg.models.name):
+            models.from_directory(Path(cfg.models.name))  # models.name=DIR: local files, checked now
+            continue
+        # A group file the registry lacks is refused here; so is models=auto, which is not one:
+        # a run names its models outright, so that its record says what ran.
+        registries.check(group, cfg[group].name)
     shard, shards = cfg.stage.shard, cfg.stage.shards
     if shards < 1:
         raise ConfigError(f"stage.shards must be at least 1, not {shards}")

@@ -13,7 +13,7 @@ from typing import Any
 from muster_exact import __version__, pipes, tokens, verify
 from muster_exact.derive import derive
 from muster_exact.errors import InputError, MusterError
-from muster_exact.explain import explain
+from muster_exact.explain import explain, models_line
 from muster_exact.records import read_file
 from muster_exact.rerank import describe
 
@@ -68,6 +68,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         return 0
     if details is not None:
         print(explain(memory.plan))
+        print(models_line(memory.models))
         print(_render_query_explain(details, context.tokens))
         print("--- context ---")
     print(context.text)
@@ -79,7 +80,10 @@ def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
     from muster_exact.store import Store
 
     preset = getattr(args, "preset", None)
-    return Store.open(args.store, args.namespace, preset=preset, models=args.models, create=create)
+    reembed = getattr(args, "reembed", False)
+    return Store.open(
+        args.store, args.namespace, preset=preset, models=args.models, create=create, reembed=reembed
+    )
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
@@ -142,6 +146,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
             "read_only": store.read_only,
             "pending_erasures": store.pending_erasures(),
             "plan": store.plan().to_dict() if head.records else None,
+            "models": store.read_models().to_dict() if head.records else None,
         }
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -296,6 +301,18 @@ def _cmd_verify_contexts(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:
+    from muster_exact.models import AUTO, MODELS_ENV, PROFILES
+
+    p.add_argument(
+        "--models",
+        metavar="PROFILE|DIR",
+        help=f"the models {what or 'retrieval runs'}: {', '.join(PROFILES.names())}, {AUTO} (the paper's "
+        "models where they can run, else cpu-small), or a local directory holding a model's files "
+        f"(default: ${MODELS_ENV}, else {AUTO})",
+    )
+
+
 def _input_limit_option(p: argparse.ArgumentParser) -> None:
     from muster_exact.limits import DEFAULT_MAX_INPUT_BYTES
     from muster_exact.records import MAX_INPUT_ENV
@@ -347,10 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="read from this MUSTER store file instead of FILE")
     p.add_argument("--namespace", default="default", help="the store's namespace (default: default)")
     p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
+    _models_option(p)
     p.add_argument(
-        "--models",
-        help="model profile: cpu-small, cpu-small-onnx, cpu-small-onnx-int8 or paper "
-        "(default: $MUSTER_MODELS, else paper)",
+        "--reembed",
+        action="store_true",
+        help="with --store: let --models replace the embedder the namespace was built with "
+        "(every unit is embedded anew)",
     )
     p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
     p.add_argument("--mode", choices=("native", "exact"), help="default: exact with a preset, else native")
@@ -388,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--id", action="append", metavar="ID", help="a record id (repeatable)")
     which.add_argument("--request-id", metavar="R", help="every record the add with this request id added")
     p.add_argument("--preset", help="the preset reads use (it shapes which cached units stay)")
-    p.add_argument("--models", help="model profile reads use (its tokenizer keys the cached vectors)")
+    _models_option(p, "reads use (its tokenizer keys the cached vectors)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_cmd_forget)
 
@@ -396,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True)
     p.add_argument("--namespace", default="default")
     p.add_argument("--preset", help="the preset reads use (it shapes the plan)")
-    p.add_argument("--models", help="model profile reads use")
+    _models_option(p, "reads use")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_info)
 
@@ -416,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--store", required=True, help="the store file (created when missing)")
         p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
         p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
-        p.add_argument("--models", help="model profile for reads, e.g. cpu-small (default: $MUSTER_MODELS)")
+        _models_option(p, "for reads")
         p.add_argument(
             "--max-open-namespaces",
             type=int,

@@ -50,6 +50,10 @@ class StoreReadOnly(StoreError):
     """The store can be read but not written (no write access to the file or its directory)."""
 
 
+class EmbedderMismatch(StoreError):
+    """The namespace's vectors were made by one embedder, and this read would use another."""
+
+
 class ErasePending(StoreError):
     """A delete is done, but its text is still on disk until another connection lets go.
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from muster_exact.plan import Plan
 from muster_exact.rerank import describe
+
+if TYPE_CHECKING:
+    from muster_exact.models import Models
 
 _BRANCH_NAMES = {"numbered_log": "numbered log", "record_store": "record store", "prose": "prose"}
 
@@ -66,3 +71,9 @@ def _retrieval_lines(plan: Plan) -> list[str]:
         f"  rules: pieces {r.pieces} (pooled by {r.pooling}), BM25 analyser {r.lexical}, "
         f"floors {r.floors} (in {r.floor_order} order), graph floor {r.graph_floor}",
     ]
+
+
+def models_line(models: Models) -> str:
+    """Which models reads use, and why when ``auto`` (or the store) chose them."""
+    why = f" ({models.chosen_by})" if models.chosen_by else ""
+    return f"models: {models.name}{why}"

@@ -34,7 +34,15 @@ from muster_exact.derive import grown as derived_grown
 from muster_exact.errors import InputError
 from muster_exact.limits import MAX_QUERY_CHARS
 from muster_exact.memo import COUNT, Codec, Memo, counts, strings
-from muster_exact.models import Models, load_embedder, load_reranker, load_window, profile
+from muster_exact.models import (
+    AUTO,
+    MODELS_ENV,
+    Models,
+    load_embedder,
+    load_reranker,
+    load_window,
+    profile,
+)
 from muster_exact.pieces import Pieces, WindowLike, pieces_of
 from muster_exact.plan import Mode, Plan, Retrieval
 from muster_exact.progress import shown, step
@@ -50,12 +58,12 @@ ENTITIES: Codec[frozenset[str]] = Codec(sorted, lambda v: frozenset(strings(v)))
 SPANS: Codec[list[tuple[int, int]]] = Codec(
     lambda s: [list(x) for x in s], lambda v: [(a, b) for a, b in (counts(pair) for pair in v)]
 )
-DEFAULT_MODELS_ENV = "MUSTER_MODELS"
+DEFAULT_MODELS_ENV = MODELS_ENV
 
 
 def default_models() -> str:
-    """$MUSTER_MODELS, else the paper's models (bge-m3 and bge-reranker-v2-m3)."""
-    return os.environ.get(DEFAULT_MODELS_ENV, "paper")
+    """$MUSTER_MODELS, else ``auto``: the paper's models where they can run, else cpu-small."""
+    return os.environ.get(DEFAULT_MODELS_ENV, AUTO)
 
 
 def _cache(cache: VectorCache | Path | str | bool | None) -> VectorCache:

@@ -11,17 +11,26 @@ snapshot), or ``packaged:all-MiniLM-L6-v2`` (the weights that ship inside the
 
 * ``cpu-small``: the packaged MiniLM embedder, no cross-encoder (candidates are
   ordered by reciprocal-rank fusion, and the plan says so);
-* ``paper``: BAAI/bge-m3 (dense output) and BAAI/bge-reranker-v2-m3.
+* ``paper``: BAAI/bge-m3 (dense output) and BAAI/bge-reranker-v2-m3;
+* ``auto`` (the library's, CLI's and servers' default): ``paper`` when its files are local (the
+  hub cache) or the hub answers, else ``cpu-small``, announced in one log line (:func:`auto`).
+
+Wherever a profile is named (``--models``, ``models=``), a local directory works too
+(:func:`from_directory`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
+import importlib
+import importlib.util
 import logging
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -72,13 +81,18 @@ class Models:
     name: str
     embedder: ModelRef
     reranker: ModelRef | None = None
+    # Why ``auto`` chose this profile ('' for a profile named outright): shown by info and explain.
+    chosen_by: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "embedder": self.embedder.to_dict(),
             "reranker": None if self.reranker is None else self.reranker.to_dict(),
         }
+        if self.chosen_by:
+            out["chosen_by"] = self.chosen_by
+        return out
 
 
 PROFILES: Registry[Models] = Registry(
@@ -98,9 +112,131 @@ PROFILES: Registry[Models] = Registry(
 )
 
 
+AUTO = "auto"
+MODELS_ENV = "MUSTER_MODELS"
+# What a user can do about a model that is not there, named in every such error.
+HOW_TO_CHOOSE = (
+    f"choose the models with --models PROFILE|DIR (or ${MODELS_ENV}, or models= in Python): "
+    f"{', '.join(PROFILES.names())}, {AUTO}, or a local directory holding a model's files"
+)
+# How long ``auto`` waits for the model hub before it settles on the packaged CPU profile.
+HUB_TIMEOUT_S = 3.0
+PAPER = PROFILES.get("paper")
+CPU = PROFILES.get("cpu-small")
+
+
 def profile(name: str | Models) -> Models:
-    """The profile named ``name`` (a :class:`Models` is its own profile)."""
-    return name if isinstance(name, Models) else PROFILES.get(name)
+    """The profile ``name`` names: a registered one, :data:`AUTO` (:func:`auto`), or a local
+    directory (:func:`from_directory`). A :class:`Models` is its own profile."""
+    if isinstance(name, Models):
+        return name
+    if name == AUTO:
+        return auto()
+    if name in PROFILES.names():
+        return PROFILES.get(name)
+    if looks_like_path(name):
+        return from_directory(Path(name))
+    PROFILES.get(name)  # the registry's "unknown model profile ..., did you mean" error
+    raise AssertionError("unreachable")
+
+
+def looks_like_path(name: str) -> bool:
+    return Path(name).expanduser().is_dir() or any(c in name for c in "/\\~") or name.startswith(".")
+
+
+def check_name(name: str) -> None:
+    """Refuse a ``--models`` value that names neither a profile nor a model directory (cheap: no
+    model and no hub is touched, so servers can check it before they start)."""
+    if name == AUTO or name in PROFILES.names():
+        return
+    if looks_like_path(name):
+        from_directory(Path(name))
+        return
+    PROFILES.check(name)
+
+
+def from_directory(directory: Path) -> Models:
+    """A profile from local files: ``DIR/bge-m3`` (and ``DIR/bge-reranker-v2-m3`` if there) is the
+    paper's pair read from disk; any other ``DIR`` is one sentence-transformers embedder, with no
+    cross-encoder. Named by the absolute path, so its vectors are cached apart from any other's."""
+    path = directory.expanduser().resolve()
+    if not path.is_dir():
+        raise ResourceMissing(f"no model directory at {directory}; {HOW_TO_CHOOSE}")
+    paper, reranker = path / "bge-m3", path / "bge-reranker-v2-m3"
+    if paper.is_dir():
+        return Models(
+            str(path),
+            ModelRef(str(paper), "flagembedding"),
+            ModelRef(str(reranker), "flagembedding") if reranker.is_dir() else None,
+        )
+    if not (path / "config.json").is_file():
+        raise ResourceMissing(
+            f"{directory} holds no model (no config.json, and no bge-m3/ folder); {HOW_TO_CHOOSE}"
+        )
+    return Models(str(path), ModelRef(str(path)))
+
+
+@functools.lru_cache(maxsize=1)
+def auto() -> Models:
+    """The paper's models where they can run, else the packaged CPU profile: decided once per
+    process, before any model library loads, and said in one log line (a warning when it falls
+    back, so nobody mistakes MiniLM's scores for the paper's)."""
+    paper_runs, reason = _paper_here()
+    if paper_runs:
+        chosen = dataclasses.replace(PAPER, chosen_by=f"auto: {reason}")
+        log.info("models: paper (%s)", reason)
+        return chosen
+    log.warning(
+        "models: cpu-small, the packaged all-MiniLM-L6-v2 with no cross-encoder, because %s; "
+        "for the paper's models pass --models paper or a local directory (or set $%s)",
+        reason,
+        MODELS_ENV,
+    )
+    return dataclasses.replace(CPU, chosen_by=f"auto: {reason}")
+
+
+def _paper_here() -> tuple[bool, str]:
+    """Whether the paper's profile can run here, and why: its libraries are installed, and both
+    models are in the hub cache or the hub answers within :data:`HUB_TIMEOUT_S`."""
+    for module in ("torch", "FlagEmbedding", "huggingface_hub"):
+        if importlib.util.find_spec(module) is None:
+            return False, f"{module} is not installed ({INSTALL_MODELS})"
+    repos = [PAPER.embedder.id] + ([PAPER.reranker.id] if PAPER.reranker else [])
+    if all(_in_hub_cache(repo) for repo in repos):
+        return True, "bge-m3 and bge-reranker-v2-m3 are in the hub cache"
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False, "the paper's models are not in the hub cache and HF_HUB_OFFLINE is set"
+    if _hub_answers(PAPER.embedder.id):
+        return True, "the model hub answers (the models download on first use)"
+    return False, (
+        "the paper's models are not in the hub cache and the model hub did not answer "
+        f"(asked for at most {HUB_TIMEOUT_S:.0f} s)"
+    )
+
+
+def _in_hub_cache(repo: str) -> bool:
+    hub = importlib.import_module("huggingface_hub")
+    found = hub.try_to_load_from_cache(repo, "config.json")
+    return isinstance(found, str)
+
+
+def _hub_answers(repo: str) -> bool:
+    """Whether the hub says it holds ``repo``, asked on a daemon thread so that a resolver that
+    hangs cannot hold start-up for longer than :data:`HUB_TIMEOUT_S`."""
+    answered: list[bool] = []
+
+    def ask() -> None:
+        hub = importlib.import_module("huggingface_hub")
+        try:
+            hub.HfApi().model_info(repo, timeout=HUB_TIMEOUT_S)
+            answered.append(True)
+        except Exception as exc:  # the hub client raises many types; all mean "no answer"
+            log.debug("model hub: %s: %s", type(exc).__name__, exc)
+
+    thread = threading.Thread(target=ask, name="muster-hub-probe", daemon=True)
+    thread.start()
+    thread.join(HUB_TIMEOUT_S + 1)
+    return bool(answered)
 
 
 def require(module: str) -> Any:
@@ -121,8 +257,8 @@ def resolve(ref: ModelRef) -> Path:
         return Path(hub.snapshot_download(repo_id=ref.id, revision=ref.revision))
     except Exception as exc:  # the hub client raises many types; all mean "not here"
         raise ResourceMissing(
-            f"cannot fetch model {ref.id!r} ({type(exc).__name__}: {exc}); "
-            "pass a local directory with its files, or run where the model hub is reachable"
+            f"cannot fetch model {ref.id!r} ({type(exc).__name__}: {exc}); {HOW_TO_CHOOSE} "
+            "(a profile's models come from the hub when it is reachable)"
         ) from None
 
 
@@ -261,9 +397,10 @@ class SentenceTransformerEmbedder:
 
 class BGEM3Embedder:
     def __init__(self, ref: ModelRef) -> None:
+        directory = resolve(ref)  # first: a missing model is said before FlagEmbedding loads
         flag = require("FlagEmbedding")
         self.model_id = ref.id
-        self._model = flag.BGEM3FlagModel(str(resolve(ref)), use_fp16=False, devices="cpu")
+        self._model = flag.BGEM3FlagModel(str(directory), use_fp16=False, devices="cpu")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         np = require("numpy")
@@ -276,9 +413,10 @@ class BGEM3Embedder:
 
 class CrossEncoderReranker:
     def __init__(self, ref: ModelRef) -> None:
+        directory = resolve(ref)
         st = require("sentence_transformers")
         self.model_id = ref.id
-        self._model = st.CrossEncoder(str(resolve(ref)), device="cpu")
+        self._model = st.CrossEncoder(str(directory), device="cpu")
 
     def score(self, query: str, texts: list[str]) -> list[float]:
         scores = self._model.predict(
@@ -289,9 +427,10 @@ class CrossEncoderReranker:
 
 class FlagCrossEncoder:
     def __init__(self, ref: ModelRef) -> None:
+        directory = resolve(ref)
         flag = require("FlagEmbedding")
         self.model_id = ref.id
-        self._model = flag.FlagReranker(str(resolve(ref)), use_fp16=False, devices="cpu")
+        self._model = flag.FlagReranker(str(directory), use_fp16=False, devices="cpu")
 
     def score(self, query: str, texts: list[str]) -> list[float]:
         scores = self._model.compute_score([[query, t] for t in texts], batch_size=RERANK_BATCH)

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from muster_exact.cut import Cut, Unit
     from muster_exact.derive import Derived
     from muster_exact.memory import Memory
+    from muster_exact.models import Models
     from muster_exact.plan import Plan
 
 # The public names, and those callers imported from here before the file, validation and input
@@ -230,11 +231,14 @@ class Store:
         preset: str | None,
         models: Any,
         access: Access = "rw",
+        reembed: bool = False,
     ) -> None:
         self.path = path
         self.namespace = namespace
         self.preset = preset
-        self.models = models
+        self.models = models  # as named (None: the preset's, $MUSTER_MODELS, or the store's own)
+        self.reembed = reembed
+        self._reads: Models | None = None  # what reads use, held to the recorded embedder
         self.access = access
         self._db = db
         self._memory: tuple[Head, Memory] | None = None
@@ -269,10 +273,13 @@ class Store:
         preset: str | None = None,
         models: Any = None,
         create: bool = True,
+        reembed: bool = False,
     ) -> Store:
         """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it.
 
-        Without write access to the file or its folder the store opens read-only.
+        Without write access to the file or its folder the store opens read-only. Reads keep to
+        the embedder the namespace was first read with (:mod:`muster_exact.store_models`);
+        ``reembed=True`` lets ``models`` replace it, and the next read embeds every unit anew.
         """
         path = Path(path)
         check_namespace(namespace)
@@ -286,7 +293,7 @@ class Store:
             db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
             try:
                 prepare(db, path, exists, access)
-                store = cls(path, db, namespace, preset, models, access)
+                store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
             except BaseException:
                 db.close()
@@ -533,13 +540,13 @@ class Store:
         if self._plan is None or self._plan[0] != head.sha256:
             from muster_exact.memory import planned
 
-            self._plan = (head.sha256, planned(records, self.preset, self.models, memo=self.memo)[0])
+            self._plan = (head.sha256, planned(records, self.preset, self.read_models(), memo=self.memo)[0])
         return self._plan[1]
 
     def explain(self) -> str:
-        from muster_exact.explain import explain
+        from muster_exact.explain import explain, models_line
 
-        return explain(self.plan())
+        return f"{explain(self.plan())}\n{models_line(self.read_models())}"
 
     @_guarded
     def memory(self) -> Memory:
@@ -559,7 +566,7 @@ class Store:
         memory = build(
             records,
             self.preset,
-            self.models,
+            self.read_models(),
             cache=vectors,
             scores=scores,
             memo=self.memo,
@@ -568,18 +575,38 @@ class Store:
         )
         self.embedded = memory.embedded
         if not self.read_only:
+            self._record_embedder(memory.models)
             self._remember_units(memory)
             if saved is None:
                 self._save(head, memory)
         self._memory = (head, memory)
         return memory
 
+    def read_models(self) -> Models:
+        """The models reads use: those named, held to the embedder the namespace recorded (a
+        different one is :class:`EmbedderMismatch` unless the store was opened with ``reembed``)."""
+        if self._reads is None:
+            from muster_exact import store_models
+
+            embedder = store_models.recorded(self._db, self.namespace)
+            self._reads = store_models.chosen(
+                self.preset, self.models, embedder, self.namespace, self.reembed
+            )
+        return self._reads
+
+    def _record_embedder(self, models: Models) -> None:
+        from muster_exact import store_models
+
+        if store_models.recorded(self._db, self.namespace) != models.embedder.key:
+            with self._db:
+                store_models.record(self._db, self.namespace, models.embedder.key)
+
     def _settings(self) -> str:
         """What a saved derive result depends on besides the records."""
         from muster_exact import __version__, saved
         from muster_exact.memory import models_for
 
-        models = models_for(self.preset, self.models)
+        models = models_for(self.preset, self.read_models())
         return json.dumps(
             [saved.FORMAT, __version__, self.preset, models.name, models.embedder.key],
             separators=(",", ":"),
@@ -747,7 +774,7 @@ class Store:
         if records:
             from muster_exact.memory import embedding_pieces, planned, rules_of
 
-            plan, cut, models, _ = planned(records, self.preset, self.models)
+            plan, cut, models, _ = planned(records, self.preset, self.read_models())
             # The pieces need the embedder's tokenizer only, never the model itself.
             keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan)).texts)
         self._replace_unit_keys(keys)

@@ -100,3 +100,16 @@ def sqlite_file(path: Path, *statements: str) -> Path:
     db.commit()
     db.close()
     return path
+
+
+def no_hub_env(home: Path) -> dict[str, str]:
+    """A fresh user's environment on a machine with no model hub: no $MUSTER_MODELS, an empty hub
+    cache, and a hub endpoint on a loopback port nothing listens on (refused at once, as a
+    machine without network would be, but without waiting on a resolver)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("MUSTER_MODELS", "HF_HUB_OFFLINE")}
+    return {**env, "HF_HOME": str(home / "hf"), "HF_ENDPOINT": f"http://127.0.0.1:{closed}"}

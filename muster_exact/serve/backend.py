@@ -97,14 +97,11 @@ class Backend:
         self._default.close()
 
     def _models_profile(self) -> dict[str, Any]:
-        """The model profile reads use (checked with the preset, if any)."""
-        from muster_exact import presets
-        from muster_exact.memory import default_models
-        from muster_exact.models import profile
+        """The model profile reads use: ``models``, else the preset's, else the default (``auto``
+        decides here, once, so a server says what it reads with before it starts)."""
+        from muster_exact.memory import models_for
 
-        if self.preset is not None:
-            presets.load(self.preset)
-        return profile(self.models or default_models()).to_dict()
+        return models_for(self.preset, self.models).to_dict()
 
     def explain(self, exc: MusterError) -> str:
         """An error's message as callers see it: the store's location is not theirs to know."""

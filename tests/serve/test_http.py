@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from muster_exact.store import Store
-from tests.conftest import REPO
+from tests.conftest import REPO, no_hub_env
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -43,11 +43,17 @@ def free_port() -> int:
 class Server:
     """``muster http`` in a subprocess on a free port of 127.0.0.1, ready when /healthz answers."""
 
-    def __init__(self, store: Path, *extra: str, preexec_fn: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Path,
+        *extra: str,
+        preexec_fn: Callable[[], None] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server)
-        env = {**os.environ, "MUSTER_MODELS": "cpu-small"}
+        env = dict(env) if env is not None else {**os.environ, "MUSTER_MODELS": "cpu-small"}
         env.pop("MUSTER_HTTP_TOKEN", None)
         self.process = subprocess.Popen(
             [
@@ -103,6 +109,15 @@ def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
 
 
 @pytest.fixture
+def fresh_user_server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    """``muster http`` as the README starts it: no --models, no $MUSTER_MODELS, no model hub."""
+    store = tmp_path / "robot.muster"
+    running = Server(store, env=no_hub_env(tmp_path))
+    yield running, store
+    running.stop()
+
+
+@pytest.fixture
 def guarded(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     store = tmp_path / "guarded.muster"
     running = Server(store, "--token", TOKEN, "--max-body", "4096")
@@ -115,8 +130,8 @@ def records_in(store: Path) -> int:
         return opened.head().records
 
 
-def test_the_seed_readme_curl_examples_work_as_written(server: tuple[Server, Path]) -> None:
-    running, store = server
+def test_the_seed_readme_curl_examples_work_as_written(fresh_user_server: tuple[Server, Path]) -> None:
+    running, store = fresh_user_server
     examples = readme_curl_lines()
     assert len(examples) == 2 and all("Content-Type: application/json" in line for line in examples)
     if shutil.which("curl"):
@@ -137,6 +152,9 @@ def test_the_seed_readme_curl_examples_work_as_written(server: tuple[Server, Pat
     assert search["passages"][0]["text"].endswith("Red mug on the kitchen table")
     info = httpx.get(f"{running.url}/v1/info", timeout=60).json()
     assert info["head"]["records"] == records_in(store) == 1
+    # The default profile, auto, found no hub: the packaged CPU models, and it says so, once.
+    assert info["models"]["name"] == "cpu-small" and "did not answer" in info["models"]["chosen_by"]
+    assert running.stderr.count("models: cpu-small") == 1, running.stderr
     # No token, so any local process may ask: it learns neither the file's path nor other namespaces.
     assert "path" not in info and "namespaces" not in info and str(store.parent) not in json.dumps(info)
     openapi = httpx.get(f"{running.url}/openapi.json", timeout=10).json()

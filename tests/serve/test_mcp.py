@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, no_hub_env
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.slow
 
 
 async def session_calls(store: Path) -> dict:
+    """The README's client configuration (``mcp --store F``, no --models) on a machine with no
+    model hub: the default profile must serve contexts."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "muster_exact", "mcp", "--store", str(store), "--models", "cpu-small"],
-        env={**os.environ},
+        args=["-m", "muster_exact", "mcp", "--store", str(store)],
+        env=no_hub_env(store.parent),
         cwd=str(REPO),
     )
     out: dict = {}
@@ -91,6 +92,7 @@ def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
     assert passages and all({"unit", "text", "records", "channels"} <= set(p) for p in passages)
     info = payload(out["info"])
     assert info["head"]["records"] == 3 and info["models"]["name"] == "cpu-small"
+    assert "did not answer" in info["models"]["chosen_by"]  # auto says why it chose the CPU models
     assert info["namespaces"] == ["default"] and "path" not in info  # the stdio client started the server
     assert out["bad"].is_error and "empty text" in out["bad"].content[0].text
     assert out["bad_units"].is_error and "units must be" in out["bad_units"].content[0].text
