@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from muster_exact.channels import Proposals, Recent, top_k
-from muster_exact.lexical import analyser
+from muster_exact.lexical import STORED_AS, analyser
 from muster_exact.memo import Codec, Memo, counts, strings
 from muster_exact.models import require
 
@@ -155,7 +155,7 @@ class BM25Channel:
         self._terms = analyser(analyser_name)
         memo = memo if memo is not None else Memo()
         self._vocabulary = memo.shared(f"bm25-vocabulary:{analyser_name}", Vocabulary)
-        self._kind = f"bm25:{analyser_name}"
+        self._kind = f"bm25:{STORED_AS[analyser_name]}"
         self._documents = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
         self._index = BM25Index(self._documents, len(self._vocabulary))
         self._proposed: Recent[Proposals] = Recent()

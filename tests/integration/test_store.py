@@ -231,7 +231,7 @@ def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
         first = Counter(store.memo.computed)
         # A first read analyses every record and every unit.
         assert first["tokens"] >= len(records) - 1
-        assert first["bm25:standard"] == first["entities"] == len(before) >= 40
+        assert first["bm25:standard.2"] == first["entities"] == len(before) >= 40
         store.add(records[-1])
         store.context(questions[0])
         again = Counter(store.memo.computed) - first
@@ -245,7 +245,7 @@ def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
         assert recut == len(changed) == 1, (recut, changed)
         assert len(growth.parents) == 1 and not growth.regrouped
         assert again["tokens"] == 1, again
-        assert again["bm25:standard"] == again["entities"] == 1, again
+        assert again["bm25:standard.2"] == again["entities"] == 1, again
         assert sum(n for kind, n in again.items() if kind.startswith("window:")) <= 2, again
         assert 1 <= store.embedded <= 2, again
         assert_same_memory(memory, rebuilt(store), questions)
@@ -255,7 +255,7 @@ def test_one_add_analyses_the_new_record_and_the_units_it_changed_not_the_store(
             store.context(questions[0])
         assert store.rebuilt_because is None
         live = set(store.memory().unit_texts)
-        assert store.memo.held("bm25:standard") == store.memo.held("entities") == len(live)
+        assert store.memo.held("bm25:standard.2") == store.memo.held("entities") == len(live)
 
 
 COUNTING_CHILD = textwrap.dedent(
@@ -326,7 +326,7 @@ def test_a_new_process_reads_the_saved_cut_and_cuts_and_indexes_nothing(tmp_path
     after = reply["after_add"]
     assert after["rebuilt_because"] is None and after["recut"] == 1, after
     assert after["calls"] == {"detect": 1, "grown": 1, "_analysed": 1}, after
-    assert after["analysed"]["bm25:standard"] == after["analysed"]["entities"] == 1, after
+    assert after["analysed"]["bm25:standard.2"] == after["analysed"]["entities"] == 1, after
     assert after["analysed"]["tokens"] == 1, after  # the new record: counted once
     with Store.open(path, models=MODELS) as store:
         assert_same_memory(store.memory(), rebuilt(store), questions)

@@ -9,6 +9,7 @@ every benchmark store in ../shared/data with its own questions.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from muster_exact.corpora import find_stores
 from muster_exact.lexical import ANALYSERS, analyser
 from muster_exact.memo import Memo
 from muster_exact.memory import unit_texts
+from muster_exact.vectors import AnalysisCache, text_key
 
 WORDS = st.sampled_from("alpha beta gamma delta the a caroline melanie 2023 may".split())
 DOCUMENT = st.lists(WORDS, max_size=12).map(" ".join)
@@ -56,7 +58,7 @@ def test_a_memo_carried_between_builds_changes_no_score() -> None:
     BM25Channel(first, "standard", memo)
     grown = [first[1], "A new record about Caroline and sunsets.", first[2], first[0]]
     carried, fresh = BM25Channel(grown, "standard", memo), BM25Channel(grown, "standard")
-    assert memo.computed["bm25:standard"] == 4  # three texts, then only the new one
+    assert memo.computed["bm25:standard.2"] == 4  # three texts, then only the new one
     for query in ("Caroline sunsets", "the group", "paints paints"):
         assert np.array_equal(carried.scores(query), fresh.scores(query))  # type: ignore[arg-type]
 
@@ -80,3 +82,16 @@ def test_scores_and_rankings_equal_rank_bm25_on_every_benchmark_store(data: Path
                 assert top_k(got, k, positive_only=True) == top_k(expected, k, positive_only=True)
         stores += 1
     assert stores == 47
+
+
+def test_terms_a_store_file_kept_before_the_cjk_rule_are_not_read_back() -> None:
+    """A file written before ``standard`` split CJK runs holds one term per run under
+    ``bm25:standard``; the analyser's terms are kept under a new name now, so they are analysed again."""
+    text = "我的女儿安娜在里斯本上小学。"
+    cache = AnalysisCache()
+    cache.put("bm25:standard", [(text_key(text), json.dumps([["我的女儿安娜在里斯本上小学"], [1], 1]))])
+    memo = Memo(cache)
+    others = ["An English note about Lisbon.", "Melanie paints sunsets.", "A dog named Pixel."]
+    channel = BM25Channel([text, *others], "standard", memo)
+    assert memo.loaded["bm25:standard.2"] == 0 and memo.computed["bm25:standard.2"] == 4
+    assert channel.propose("安娜在哪里上学？", 2).units == (0,)
