@@ -10,6 +10,7 @@ import pytest
 
 import muster
 import muster_exact
+from tests.conftest import REPO
 
 
 def test_the_public_api_is_muster_exact_s_own_objects() -> None:
@@ -43,5 +44,7 @@ def test_a_name_muster_exact_lacks_is_an_error_under_muster_too() -> None:
 
 
 def test_python_dash_m_muster_is_the_cli() -> None:
-    result = subprocess.run([sys.executable, "-m", "muster", "--version"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "muster", "--version"], capture_output=True, text=True, cwd=REPO
+    )
     assert result.returncode == 0 and result.stdout.strip() == f"muster {muster_exact.__version__}"
