@@ -43,8 +43,8 @@ test: install  ## the test suite (unit, integration, properties)
 	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
 
 check: install  ## lint, format check and types
-	$(BIN)/ruff check muster_exact harness scripts tests examples
-	$(BIN)/ruff format --check muster_exact harness scripts tests examples
+	$(BIN)/ruff check muster muster_exact harness scripts tests examples
+	$(BIN)/ruff format --check muster muster_exact harness scripts tests examples
 	$(BIN)/mypy
 
 reproduce: install  ## the main job on CPU: cuts, contexts for every system, tables, hashes checked

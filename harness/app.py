@@ -1,4 +1,4 @@
-"""The Hydra app: ``python -m harness`` (or ``muster-harness``).
+"""The Hydra app: ``python -m harness``, from a clone (the wheel carries the library only).
 
     python -m harness benchmark=locomo preset=locomo.u10 models=cpu-small system=muster
     python -m harness -m system=muster,bm25,dense hydra/launcher=joblib
@@ -24,9 +24,13 @@ from harness.seed import ensure_hash_seed
 from muster_exact.errors import MusterError
 from muster_exact.pipes import closed_stdout
 from muster_exact.registry import Registry
+from muster_exact.shipped import shipped
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
+# Where config groups live: the harness's own, then the library's (the preset group, which
+# conf/config.yaml puts on Hydra's search path as pkg://muster_exact.conf).
+GROUP_ROOTS = (CONF, shipped("conf"))
 # Each stage's run(cfg, repo), imported only when that stage runs (answer and judge load openai).
 STAGES: Registry[Callable[[DictConfig, Path], object]] = Registry(
     "stage",
@@ -38,14 +42,20 @@ STAGES: Registry[Callable[[DictConfig, Path], object]] = Registry(
 log = logging.getLogger("harness")
 
 
+def group_dir(group: str) -> Path | None:
+    """The folder of config group ``group``, None when no root holds one."""
+    return next((root / group for root in GROUP_ROOTS if (root / group).is_dir()), None)
+
+
 def check_choices(argv: list[str]) -> None:
     """Unknown group options answered with the closest names, before Hydra composes."""
     for arg in argv:
         group, sep, value = arg.partition("=")
         group = group.lstrip("+~")
-        if not sep or "/" in group or "." in group or not (CONF / group).is_dir():
+        folder = None if not sep or "/" in group or "." in group else group_dir(group)
+        if folder is None:
             continue
-        files = sorted((CONF / group).glob("*.yaml"), key=lambda path: path.stem)
+        files = sorted(folder.glob("*.yaml"), key=lambda path: path.stem)
         options = Registry(group, {path.stem: path for path in files}, error=ConfigError)
         for choice in value.split(","):
             if choice:

@@ -7,6 +7,7 @@ retrieval models, the harness and the servers are extras imported lazily.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from muster_exact.derive import Derived, analyse, derive, recut
 from muster_exact.errors import (
@@ -21,6 +22,9 @@ from muster_exact.explain import explain
 from muster_exact.plan import Plan
 from muster_exact.records import Source, from_records, from_text, read_file
 from muster_exact.store import Store, StoreError
+
+if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type checker
+    from muster_exact.memory import Memory, build
 
 __version__ = "0.1.0"
 

@@ -280,7 +280,7 @@ def _cmd_verify_cuts(args: argparse.Namespace) -> int:
 def _cmd_verify_contexts(args: argparse.Namespace) -> int:
     from muster_exact import verify_contexts
 
-    root = Path(args.manifests) if args.manifests else verify.default_manifest().parent
+    root = Path(args.manifests) if args.manifests else verify.manifest_dir()
     # Every manifest and the data they need are checked first: an error is one line, before any verdict.
     paths = verify_contexts.manifest_paths(root, args.preset)
     manifests = {path: verify_contexts.load(path) for path in paths}
@@ -480,12 +480,12 @@ def build_parser() -> argparse.ArgumentParser:
     checks = p.add_subparsers(dest="check", required=True, metavar="CHECK")
     c = checks.add_parser("cuts", help="detection over every benchmark store under --data")
     c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
-    c.add_argument("--manifest", help="expected values (default: manifests/cuts.json)")
+    c.add_argument("--manifest", help="expected values (default: the package's manifests/cuts.json)")
     c.set_defaults(run=_cmd_verify_cuts)
     c = checks.add_parser("contexts", help="recompute contexts and compare their SHA-256 to the manifests")
     c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
     c.add_argument("--preset", help="only this preset's manifests")
-    c.add_argument("--manifests", help="manifest folder (default: manifests/)")
+    c.add_argument("--manifests", help="manifest folder (default: the package's manifests/)")
     _quiet_option(c)
     c.set_defaults(run=_cmd_verify_contexts)
     return parser

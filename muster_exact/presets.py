@@ -1,12 +1,12 @@
 """The nine frozen presets ``{mab, locomo, beam} x {u10, u20, u40}``.
 
-Each is a YAML file under ``conf/preset/`` (the Hydra config group of the
-same name), pinned by SHA-256 in ``manifests/presets.json``. A preset fixes
+Each is a YAML file under ``muster_exact/conf/preset/`` (shipped in the
+package, :mod:`muster_exact.shipped`; the harness's Hydra config group of the
+same name reads these files), pinned by SHA-256 in ``manifests/presets.json``. A preset fixes
 U, the unit budgets, the graph policy, the model profile and exact mode,
 and names the benchmark it was frozen for (its name's first part): a preset
 whose mode is not exact, or whose benchmark is not one of :data:`BENCHMARKS`,
-is refused when loaded. Presets ship with the repository: the library finds ``conf/preset`` beside
-the package (a clone or an editable install) or in ``$MUSTER_PRESETS``.
+is refused when loaded. ``$MUSTER_PRESETS`` names another folder to read instead.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 from muster_exact.errors import MusterError
 from muster_exact.registry import Registry
+from muster_exact.shipped import shipped
 
 BENCHMARKS = ("mab", "locomo", "beam")
 MODE = "exact"  # the one mode a preset runs in: its contexts are the ones pinned in manifests/contexts
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class PresetError(MusterError):
@@ -49,12 +49,10 @@ class Preset:
 
 def preset_dir() -> Path:
     configured = os.environ.get("MUSTER_PRESETS")
-    directory = Path(configured) if configured else REPO_ROOT / "conf" / "preset"
+    directory = Path(configured) if configured else shipped("conf", "preset")
     if not directory.is_dir():
-        raise PresetError(
-            f"preset directory {directory} not found; presets ship with the repository "
-            "(conf/preset); set MUSTER_PRESETS to that folder"
-        )
+        why = "(set by $MUSTER_PRESETS)" if configured else "(the package's own; reinstall muster-memory)"
+        raise PresetError(f"preset directory {directory} not found {why}")
     return directory
 
 

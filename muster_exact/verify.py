@@ -1,6 +1,6 @@
 """``muster verify cuts``: detection over every benchmark store, against a pinned manifest.
 
-The manifest (``manifests/cuts.json``) pins, per store, the branch, the two
+The manifest (``manifests/cuts.json``, shipped in the package) pins, per store, the branch, the two
 shares (rounded to 4 decimals, compared exactly at that precision), token,
 unit, parent and oversize counts. A store that differs, is not pinned, or is
 pinned but missing from the data is a FAIL.
@@ -17,6 +17,7 @@ from typing import Any
 from muster_exact.corpora import find_stores
 from muster_exact.derive import derive
 from muster_exact.errors import ManifestError
+from muster_exact.shipped import shipped
 
 SCHEMA_VERSION = 1
 SHARE_DECIMALS = 4
@@ -68,12 +69,13 @@ def measure(data_dir: Path) -> Iterator[CutRow]:
         )
 
 
+def manifest_dir() -> Path:
+    """The manifests the library ships (``cuts.json``, ``contexts/``), read wherever it is installed."""
+    return shipped("manifests")
+
+
 def default_manifest() -> Path:
-    """``manifests/cuts.json`` in the working directory, else beside the package."""
-    local = Path("manifests/cuts.json")
-    if local.is_file():
-        return local
-    return Path(__file__).resolve().parent.parent / "manifests" / "cuts.json"
+    return manifest_dir() / "cuts.json"
 
 
 def read_json(path: Path) -> Any:

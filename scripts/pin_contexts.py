@@ -1,4 +1,4 @@
-"""Pin a harness run's per-question context SHA-256 in manifests/contexts/ (run on purpose).
+"""Pin a harness run's per-question context SHA-256 in muster_exact/manifests/contexts/ (run on purpose).
 
 python scripts/pin_contexts.py results/runs/locomo/locomo.u10/cpu-small/muster/<key>
 (a muster run pins the exact rules, a muster_native run the native ones)
@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 from harness import runs
-from muster_exact import verify_contexts
+from muster_exact import verify, verify_contexts
 
-MANIFESTS = Path(__file__).resolve().parent.parent / "manifests"
+MANIFESTS = verify.manifest_dir()  # shipped in the package: `muster verify contexts` reads them there
 PINNED = {"muster": "exact", "muster_native": "native"}
 
 

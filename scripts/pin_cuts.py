@@ -1,4 +1,4 @@
-"""Re-pin manifests/cuts.json from the data (run on purpose, review the diff).
+"""Re-pin muster_exact/manifests/cuts.json from the data (run on purpose, review the diff).
 
 python scripts/pin_cuts.py --data ../shared/data
 """
@@ -14,7 +14,7 @@ from muster_exact import verify
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", required=True, type=Path)
-    parser.add_argument("--manifest", type=Path, default=Path("manifests/cuts.json"))
+    parser.add_argument("--manifest", type=Path, default=verify.default_manifest())
     args = parser.parse_args()
     rows = list(verify.measure(args.data))
     verify.write_manifest(args.manifest, rows)

@@ -8,7 +8,7 @@
    and every baseline and ablation (one Hydra multirun per benchmark), then
    the side-by-side ``tables`` per preset;
 3. every MUSTER per-question context hash (exact and native rules) against
-   manifests/contexts/;
+   muster_exact/manifests/contexts/;
 4. a short summary. Exit status 1 on any difference.
 
 A rerun reuses the vector cache and the finished runs.
@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from harness import benchmarks, runs  # noqa: E402
 from harness.systems import SYSTEMS  # noqa: E402
-from muster_exact import verify_contexts  # noqa: E402
+from muster_exact import verify, verify_contexts  # noqa: E402
 from muster_exact.errors import ManifestError  # noqa: E402
 
 UNITS = (10, 20, 40)
@@ -85,7 +85,7 @@ def muster_run(benchmark: str, preset: str, results: str, system: str) -> Path:
 
 
 def check_hashes(benchmark: str, preset: str, run: Path, rules: str) -> tuple[int, int, list[str]]:
-    manifest = verify_contexts.path_for(REPO / "manifests", benchmark, preset, MODELS, rules)
+    manifest = verify_contexts.path_for(verify.manifest_dir(), benchmark, preset, MODELS, rules)
     if not manifest.is_file():
         return 0, 0, [f"(no pinned hashes at {manifest.relative_to(REPO)}: pin with scripts/pin_contexts.py)"]
     try:

@@ -12,7 +12,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from harness import registries
-from harness.config import check, preset_family, register
+from harness.app import GROUP_ROOTS, check_choices, group_dir
+from harness.config import ConfigError, check, preset_family, register
 from muster_exact import presets
 from tests.conftest import REPO
 
@@ -23,7 +24,8 @@ OPTIONAL = ("local",)  # git-ignored machine overrides, present on some machines
 
 
 def files(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    folder = group_dir(group)
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder else []
 
 
 def choices() -> list[tuple[str, str]]:
@@ -41,8 +43,23 @@ def hydra_config():
 
 
 def test_every_group_is_registered_or_a_settings_group() -> None:
-    groups = {p.name for p in CONF.iterdir() if p.is_dir()} - set(OPTIONAL)
-    assert groups == {*NAMED, *SETTINGS}
+    folders = [p for root in GROUP_ROOTS for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    groups = [p.name for p in folders if p.name not in OPTIONAL]
+    assert sorted(groups) == sorted({*NAMED, *SETTINGS})  # and no group in two roots
+
+
+def test_the_preset_group_is_the_library_s_own_folder() -> None:
+    """Hydra reads the presets the library reads (pkg://muster_exact.conf), not a copy."""
+    assert group_dir("preset") == presets.preset_dir()
+    assert not (CONF / "preset").exists()
+
+
+@pytest.mark.parametrize("group", [*NAMED, *SETTINGS])
+def test_a_misspelt_choice_is_answered_before_hydra_composes(group: str) -> None:
+    name = files(group)[0]
+    with pytest.raises(ConfigError) as raised:
+        check_choices([f"{group}={name}x"])
+    assert name in str(raised.value).partition("did you mean ")[2].rstrip("?").split(", ")
 
 
 @pytest.mark.parametrize("group", NAMED)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact import analyse
+from muster_exact import analyse, verify
 from muster_exact.corpora import beam_stores, locomo_stores, mab_stores
 from tests.conftest import REPO, run_muster
 
@@ -73,7 +73,7 @@ def test_verify_cuts_passes_on_the_real_data(data: Path) -> None:
 
 
 def test_verify_cuts_fails_on_a_changed_expectation(tmp_path, data: Path) -> None:
-    manifest = json.loads((REPO / "manifests/cuts.json").read_text())
+    manifest = json.loads(verify.default_manifest().read_text())
     manifest["stores"]["conv-26"]["units"] += 1
     del manifest["stores"]["conv-30"]
     manifest["stores"]["ghost-store"] = manifest["stores"]["conv-41"]

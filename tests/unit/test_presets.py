@@ -42,7 +42,7 @@ def test_malformed_preset_is_refused(tmp_path, monkeypatch) -> None:
 def test_a_preset_not_in_exact_mode_or_for_another_benchmark_is_refused(
     tmp_path, monkeypatch, field: str, value: str, message: str
 ) -> None:
-    frozen = (REPO / "conf/preset/beam.u10.yaml").read_text()
+    frozen = presets.path_of("beam.u10").read_text()
     (tmp_path / "beam.u10.yaml").write_text(frozen.replace(f"\n{field}: ", f"\n{field}: {value} #"))
     monkeypatch.setenv("MUSTER_PRESETS", str(tmp_path))
     with pytest.raises(presets.PresetError, match=message):

@@ -1,0 +1,5 @@
+import sys
+
+from muster_exact.cli import main
+
+sys.exit(main())
