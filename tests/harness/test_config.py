@@ -4,6 +4,7 @@ holds a preset to its frozen file and to the benchmark it was frozen for."""
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -13,6 +14,7 @@ from omegaconf import OmegaConf
 from harness.config import ConfigError, check, register
 from harness.llm import Endpoint, endpoint_from
 from muster_exact import presets
+from muster_exact.errors import MusterError
 from tests.conftest import REPO
 
 BENCHMARKS = ("locomo", "locomo_refined", "mab", "beam")
@@ -76,3 +78,15 @@ def test_the_derived_schemas_survive_the_launchers_pickling() -> None:
     cfg = compose("config")
     again = pickle.loads(pickle.dumps(cfg))
     assert again == cfg and OmegaConf.get_type(again.preset).__name__ == "PresetConfig"
+
+
+def test_models_name_may_be_a_local_model_directory_but_not_auto(tmp_path: Path) -> None:
+    """``models.name=DIR`` runs local files; ``auto`` is refused: a run's record names its models."""
+    from muster_exact.models import profile, resolve
+
+    directory = resolve(profile("cpu-small").embedder)
+    check(compose("config", overrides=["models=cpu-small", f"models.name={directory}"]))
+    with pytest.raises(MusterError, match="no model directory"):
+        check(compose("config", overrides=["models=cpu-small", f"models.name={tmp_path / 'none'}"]))
+    with pytest.raises(MusterError, match="unknown model profile 'auto'"):
+        check(compose("config", overrides=["models=cpu-small", "models.name=auto"]))
