@@ -25,6 +25,7 @@ from muster_exact.store import Store, StoreError
 __version__ = "0.1.0"
 
 __all__ = [
+    "Collection",
     "DataError",
     "Derived",
     "InputError",
@@ -39,7 +40,9 @@ __all__ = [
     "StoreError",
     "analyse",
     "build",
+    "build_collection",
     "derive",
+    "derive_collection",
     "explain",
     "from_records",
     "from_text",
@@ -56,4 +59,8 @@ def __getattr__(name: str) -> object:
         from muster_exact import memory
 
         return getattr(memory, name)
+    if name in ("build_collection", "derive_collection", "Collection"):
+        from muster_exact import collection  # loaded on first use, as build() is
+
+        return getattr(collection, name)
     raise AttributeError(f"module 'muster_exact' has no attribute {name!r}")
