@@ -25,16 +25,20 @@ def test_head_plan_is_the_stores_plan_read_from_its_saved_derive_result(
 ) -> None:
     records, questions = locomo_records(61)
     path = tmp_path / "head.muster"
-    with Store.open(path, models=MODELS) as store:
-        store.add(records[:-1])
-        store.context(questions[0])  # built, and its derive result saved
-        stored = list(store.records())
-    fresh = memory.planned(stored, None, MODELS)[0]  # what a fresh derive of the records gives
 
     def refused(*_: Any, **__: Any) -> Any:
         raise AssertionError("head().plan derived the plan or read the records")
 
     with Store.open(path, models=MODELS) as store:
+        store.add(records[:-1])
+        fresh = memory.planned(list(store.records()), None, MODELS)[0]  # a fresh derive's plan
+        store.context(questions[0])  # built, and its derive result saved
+        with monkeypatch.context() as patched:
+            patched.setattr(memory, "planned", refused)
+            patched.setattr(Store, "_records", refused)
+            patched.setattr(Store, "_saved_state", refused)
+            assert store.head().plan == fresh  # the built memory's, not even the saved bytes read
+    with Store.open(path, models=MODELS) as store:  # a new reader: the saved result's
         with monkeypatch.context() as patched:
             patched.setattr(memory, "planned", refused)
             patched.setattr(Store, "_records", refused)
