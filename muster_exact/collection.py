@@ -40,6 +40,7 @@ from muster_exact.select import apportioned
 
 if TYPE_CHECKING:
     from muster_exact.memory import Memory
+    from muster_exact.models import Models
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ def derive_collection(members: Mapping[str, Any], **options: Any) -> dict[str, P
 def build_collection(
     members: Mapping[str, Any],
     preset: str | None = None,
-    models: Any = None,
+    models: str | Models | None = None,
     **options: Any,
 ) -> Collection:
     """Each member built alone by :func:`muster_exact.build` (``preset``, ``models`` and
