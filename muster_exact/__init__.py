@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type ch
 __version__ = "0.1.0"
 
 __all__ = [
+    "Collection",
     "DataError",
     "Derived",
     "InputError",
@@ -43,7 +44,9 @@ __all__ = [
     "StoreError",
     "analyse",
     "build",
+    "build_collection",
     "derive",
+    "derive_collection",
     "explain",
     "from_records",
     "from_text",
@@ -60,4 +63,8 @@ def __getattr__(name: str) -> object:
         from muster_exact import memory
 
         return getattr(memory, name)
+    if name in ("build_collection", "derive_collection", "Collection"):
+        from muster_exact import collection  # loaded on first use, as build() is
+
+        return getattr(collection, name)
     raise AttributeError(f"module 'muster_exact' has no attribute {name!r}")

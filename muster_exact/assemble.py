@@ -46,8 +46,23 @@ class Provenance:
     shown_as: int  # the unit shown in its place (its slot's newest version), often itself
 
 
+class Readable:
+    """A context as a chat model reads it (a :class:`Context`, or a collection's)."""
+
+    query: str
+    text: str
+
+    def messages(self, question: str | None = None) -> list[dict[str, str]]:
+        """A chat message list: the memory, then the question."""
+        question = self.query if question is None else question
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Memory:\n{self.text}\n\nQuestion: {question}"},
+        ]
+
+
 @dataclass(frozen=True)
-class Context:
+class Context(Readable):
     query: str
     text: str
     blocks: tuple[Block, ...]
@@ -63,14 +78,6 @@ class Context:
     @property
     def record_ids(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r for b in self.blocks for r in b.records))
-
-    def messages(self, question: str | None = None) -> list[dict[str, str]]:
-        """A chat message list: the memory, then the question."""
-        question = self.query if question is None else question
-        return [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"Memory:\n{self.text}\n\nQuestion: {question}"},
-        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -86,29 +86,53 @@ def dump(derived: Derived) -> bytes:
 def load(blob: bytes, source: Source) -> Derived:
     """The derive result ``blob`` holds, for the records of ``source``; ValueError when the bytes
     are damaged, of another format, or do not describe these records."""
-    import numpy as np
-
+    arrays = _arrays(blob)
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
-    except Exception as exc:  # any failure of the zip reader on damaged bytes
-        # (BadZipFile, NotImplementedError for an odd version field, struct.error, ...) means the
-        # same: these bytes cannot be read.
-        raise ValueError(f"not a saved derive result ({type(exc).__name__}: {exc})") from None
-    try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode())
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"saved in format {meta.get('format')!r}, this version reads {FORMAT}")
+        meta = _meta(arrays.pop("meta"))
         plan = Plan.from_dict(meta["plan"])
         cut = _cut(arrays, meta, source)
         tally = _tally(arrays, meta["tally"], source)
-    except (KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError, PlanError) as exc:
+    except _INCOMPLETE as exc:
         raise ValueError(f"incomplete saved derive result ({exc!r})") from None
     if plan.stats.units != len(cut.units) or plan.stats.parents != len(cut.parents):
         raise ValueError("the saved plan and cut disagree")
     if plan.stats.records != len(source.records):
         raise ValueError("saved for another number of records")
     return Derived(plan, cut, {}, tally)
+
+
+def plan_of(blob: bytes) -> Plan:
+    """The plan alone that ``blob`` holds (its JSON document; no other array is read, no record
+    is needed); ValueError when the bytes are damaged or of another format."""
+    arrays = _arrays(blob, "meta")
+    try:
+        return Plan.from_dict(_meta(arrays["meta"])["plan"])
+    except _INCOMPLETE as exc:
+        raise ValueError(f"incomplete saved derive result ({exc!r})") from None
+
+
+# What reading a damaged document or array raises.
+_INCOMPLETE = (KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError, PlanError)
+
+
+def _arrays(blob: bytes, *names: str) -> dict[str, Any]:
+    """The archive's arrays (only ``names`` when given); ValueError when it cannot be read."""
+    import numpy as np
+
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+            return {name: archive[name] for name in (names or archive.files)}
+    except Exception as exc:  # any failure of the zip reader on damaged bytes
+        # (BadZipFile, NotImplementedError for an odd version field, struct.error, a missing
+        # member's KeyError, ...) means the same: these bytes cannot be read.
+        raise ValueError(f"not a saved derive result ({type(exc).__name__}: {exc})") from None
+
+
+def _meta(array: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads(array.tobytes().decode())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"saved in format {meta.get('format')!r}, this version reads {FORMAT}")
+    return meta
 
 
 def _cut(arrays: dict[str, Any], meta: dict[str, Any], source: Source) -> Cut:

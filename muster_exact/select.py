@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from muster_exact.channels import CHANNEL_ORDER, Floors, Proposals, by_channel
 from muster_exact.rerank import Ranking
 
-__all__ = ["CHANNEL_ORDER", "Selected", "scaled_floors", "select"]
+__all__ = ["CHANNEL_ORDER", "Selected", "apportioned", "scaled_floors", "select"]
 
 
 @dataclass(frozen=True)
@@ -30,15 +30,22 @@ def scaled_floors(per_ten: Floors, units_read: int) -> dict[str, int]:
     """Floors per ten units scaled to U, by channel; largest remainders (then channel order)
     round up."""
     names = list(by_channel(per_ten))
-    weights = [per_ten.get(name, 0) for name in names]
-    total = sum(weights)
-    exact = [f * units_read / total for f in weights] if total else [0.0] * len(weights)
-    floors = [math.floor(x) for x in exact]
-    short = units_read - sum(floors) if total else 0
-    by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - floors[i]), i))
-    for i in by_remainder[:short]:
-        floors[i] += 1
-    return dict(zip(names, floors, strict=True))
+    return dict(zip(names, apportioned([per_ten.get(name, 0) for name in names], units_read), strict=True))
+
+
+def apportioned(weights: Sequence[int], total: int) -> list[int]:
+    """``total`` split in proportion to ``weights``, summing to ``total`` (all zero when the
+    weights are): each part rounded down, then the largest remainders (then the first places)
+    round up. The one rounding rule for floors and for a collection's read budget."""
+    whole = sum(weights)
+    if not whole:
+        return [0] * len(weights)
+    exact = [w * total / whole for w in weights]
+    parts = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - parts[i]), i))
+    for i in by_remainder[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
 
 
 def select(

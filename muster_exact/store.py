@@ -148,6 +148,23 @@ class Head:
     last_seq: int
     sha256: str
 
+    @property
+    def plan(self) -> Plan:
+        """The plan of this head's records, as :meth:`Store.plan` gives it (the one
+        :meth:`Store.explain` explains): the saved derive result's plan when the store holds one
+        for these records, else derived. Raises InputError for an empty namespace, a head the
+        store has moved on from, or a head not read from a store."""
+        planner: Callable[[Head], Plan] | None = self.__dict__.get("_planner")
+        if planner is None:
+            raise InputError("this head was not read from an open store; use Store.head().plan")
+        return planner(self)
+
+    def read_by(self, planner: Callable[[Head], Plan]) -> Head:
+        """This head, its :attr:`plan` read by ``planner`` (a Store's). Not one of the fields:
+        equality, ``to_dict``, ``dataclasses.fields`` and ``asdict`` are as they were."""
+        object.__setattr__(self, "_planner", planner)
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "namespace": self.namespace,
@@ -505,8 +522,8 @@ class Store:
             "SELECT records, last_seq, sha256 FROM heads WHERE namespace = ?", (self.namespace,)
         ).fetchone()
         if row is None:
-            return Head(self.namespace, 0, 0, EMPTY_HEAD)
-        return Head(self.namespace, int(row[0]), int(row[1]), str(row[2]))
+            return Head(self.namespace, 0, 0, EMPTY_HEAD).read_by(self._plan_of)
+        return Head(self.namespace, int(row[0]), int(row[1]), str(row[2])).read_by(self._plan_of)
 
     @_guarded
     def records(self) -> Iterator[dict[str, Any]]:
@@ -532,9 +549,26 @@ class Store:
         with self._lock:
             return self._planned()
 
+    @_guarded
+    def _plan_of(self, head: Head) -> Plan:
+        """:meth:`plan`, for ``head`` (``Head.plan``): refused once the namespace has moved on."""
+        with self._lock:
+            now = self._head()
+            if now.sha256 != head.sha256:
+                raise InputError(
+                    f"namespace {self.namespace!r} changed since this head was read ({head.records} "
+                    f"records then, {now.records} now); read store.head() again"
+                )
+            return self._planned()
+
     def _planned(self) -> Plan:
-        if self._plan is not None and self._plan[0] == self._head().sha256:
+        head = self._head()
+        if self._plan is not None and self._plan[0] == head.sha256:
             return self._plan[1]  # unchanged: no need to read every record again
+        known = self._known_plan(head)
+        if known is not None:
+            self._plan = (head.sha256, known)
+            return known
         head, records = self._snapshot()
         self._open_caches()  # the memo reads the file's analyses
         if self._plan is None or self._plan[0] != head.sha256:
@@ -542,6 +576,24 @@ class Store:
 
             self._plan = (head.sha256, planned(records, self.preset, self.read_models(), memo=self.memo)[0])
         return self._plan[1]
+
+    def _known_plan(self, head: Head) -> Plan | None:
+        """The plan of ``head``'s records without deriving: the built memory's, else the saved
+        derive result's (read alone, no record read); None when neither is for these records
+        (equal to a fresh derive: a grown memory and its saved result are what a fresh build
+        gives, tested)."""
+        if self._memory is not None and self._memory[0].sha256 == head.sha256:
+            return self._memory[1].plan
+        state = self._saved_state(head)
+        if state is None:
+            return None
+        from muster_exact import saved
+
+        try:
+            return saved.plan_of(state)
+        except ValueError as exc:
+            log.debug("%s: the saved plan is unreadable (%s); derived instead", self.path, exc)
+            return None
 
     def explain(self) -> str:
         from muster_exact.explain import explain, models_line
@@ -615,19 +667,27 @@ class Store:
     def _saved(self, head: Head, records: list[dict[str, Any]]) -> Derived | None:
         """The derive result saved for exactly these records and settings, else None (absent,
         stale, or unreadable: then it is derived afresh, and a damaged one says so in the log)."""
-        row = self._db.execute(
-            "SELECT head, settings, state FROM built WHERE namespace = ?", (self.namespace,)
-        ).fetchone()
-        if row is None or row[0] != head.sha256 or row[1] != self._settings():
+        state = self._saved_state(head)
+        if state is None:
             return None
         from muster_exact import saved
         from muster_exact.records import from_records
 
         try:
-            return saved.load(bytes(row[2]), from_records(records))
+            return saved.load(state, from_records(records))
         except ValueError as exc:
             log.warning("%s: the saved derive result is unreadable (%s); derived afresh", self.path, exc)
             return None
+
+    def _saved_state(self, head: Head) -> bytes | None:
+        """The bytes of the derive result saved for exactly ``head``'s records and these
+        settings, else None."""
+        row = self._db.execute(
+            "SELECT head, settings, state FROM built WHERE namespace = ?", (self.namespace,)
+        ).fetchone()
+        if row is None or row[0] != head.sha256 or row[1] != self._settings():
+            return None
+        return bytes(row[2])
 
     def _save(self, head: Head, memory: Memory) -> None:
         if memory.derived is None:
