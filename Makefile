@@ -23,7 +23,7 @@ help:  ## list the targets
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-EXTRAS := dev,models,onnx,harness,mcp,http,openai-agents,langchain,langgraph
+EXTRAS := dev,docs,models,onnx,harness,mcp,http,openai-agents,langchain,langgraph
 
 # Each step says what it installs, and pip (not --quiet) names each package as it goes:
 # a fresh install takes minutes and should not look stuck.
@@ -42,10 +42,11 @@ install: $(STAMP)  ## venv: the library with its model extras, dev tools, the to
 test: install  ## the test suite (unit, integration, properties)
 	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
 
-check: install  ## lint, format check and types
+check: install  ## lint, format check, types, and the reference (docs/api.md) built --strict
 	$(BIN)/ruff check muster muster_exact harness scripts tests examples
 	$(BIN)/ruff format --check muster muster_exact harness scripts tests examples
 	$(BIN)/mypy
+	$(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
 
 reproduce: install  ## the main job on CPU: cuts, contexts for every system, tables, hashes checked
 	$(BIN)/python scripts/reproduce.py --data $(DATA)

@@ -44,6 +44,9 @@ from muster_exact import read_file as read_file
 from muster_exact import recut as recut
 
 if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type checker
+    from muster_exact.collection import Collection as Collection
+    from muster_exact.collection import build_collection as build_collection
+    from muster_exact.collection import derive_collection as derive_collection
     from muster_exact.memory import Memory as Memory
     from muster_exact.memory import build as build
 
@@ -84,9 +87,9 @@ if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
 
 
 def __getattr__(name: str) -> object:
-    # build() and Memory load on first use, as in muster_exact; a submodule (muster.integrations)
-    # is imported on first access, as the same module object as muster_exact's.
-    if name in ("build", "Memory"):
+    # build(), Memory and the collection load on first use, as in muster_exact (its LAZY); a
+    # submodule (muster.integrations) is imported on first access, as muster_exact's own object.
+    if name in muster_exact.LAZY:
         return getattr(muster_exact, name)
     if not name.startswith("_") and importlib.util.find_spec(_real(f"{__name__}.{name}")) is not None:
         return importlib.import_module(f"{__name__}.{name}")

@@ -24,6 +24,7 @@ from muster_exact.records import Source, from_records, from_text, read_file
 from muster_exact.store import Store, StoreError
 
 if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type checker
+    from muster_exact.collection import Collection, build_collection, derive_collection
     from muster_exact.memory import Memory, build
 
 __version__ = "0.1.0"
@@ -57,14 +58,20 @@ __all__ = [
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
+# What loads on first use, and from which module: build() and Memory pull in numpy and the model
+# libraries, and the collection builds on them (muster/ reads this too, so both names agree).
+LAZY = {
+    "build": "memory",
+    "Memory": "memory",
+    "build_collection": "collection",
+    "derive_collection": "collection",
+    "Collection": "collection",
+}
+
+
 def __getattr__(name: str) -> object:
-    # build() and Memory pull in numpy and the model libraries: loaded on first use only.
-    if name in ("build", "Memory"):
-        from muster_exact import memory
+    if name in LAZY:
+        import importlib
 
-        return getattr(memory, name)
-    if name in ("build_collection", "derive_collection", "Collection"):
-        from muster_exact import collection  # loaded on first use, as build() is
-
-        return getattr(collection, name)
+        return getattr(importlib.import_module(f"muster_exact.{LAZY[name]}"), name)
     raise AttributeError(f"module 'muster_exact' has no attribute {name!r}")

@@ -20,7 +20,7 @@ from muster_exact.serve.backend import Backend
 
 
 def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
-    """``remember``, ``recall`` and ``search_memory`` as ``langchain_core`` structured tools."""
+    """``remember``, ``recall``, ``search_memory`` and ``forget`` as ``langchain_core`` structured tools."""
     tools = require("langchain_core.tools", "langchain-core")
 
     def remember(text: str, speaker: str | None = None) -> str:
@@ -36,7 +36,11 @@ def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
         """List the memory passages that match a question, best first, with their ids."""
         return told(lambda: backend.search(query, namespace=namespace)["passages"])
 
-    return [tools.StructuredTool.from_function(f) for f in (remember, recall, search_memory)]
+    def forget(ids: list[str]) -> str:
+        """Delete memories, and every trace of them, by the record ids search_memory lists (e.g. "r3")."""
+        return told(lambda: backend.forget(ids=ids, namespace=namespace))
+
+    return [tools.StructuredTool.from_function(f) for f in (remember, recall, search_memory, forget)]
 
 
 def __getattr__(name: str) -> Any:

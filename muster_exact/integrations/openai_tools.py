@@ -16,7 +16,7 @@ from muster_exact.serve.backend import Backend
 
 
 def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
-    """``remember``, ``recall`` and ``search_memory`` as ``agents.FunctionTool`` objects."""
+    """``remember``, ``recall``, ``search_memory`` and ``forget`` as ``agents.FunctionTool`` objects."""
     agents = require("agents", "openai-agents")
 
     def remember(text: str, speaker: str | None = None) -> str:
@@ -45,4 +45,13 @@ def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
         """
         return told(lambda: backend.search(query, namespace=namespace)["passages"])
 
-    return [agents.function_tool(f, name_override=f.__name__) for f in (remember, recall, search_memory)]
+    def forget(ids: list[str]) -> str:
+        """Delete memories, and every trace of them, by the record ids search_memory lists.
+
+        Args:
+            ids: The record ids to delete (each as search_memory lists it, e.g. "r3").
+        """
+        return told(lambda: backend.forget(ids=ids, namespace=namespace))
+
+    tools = (remember, recall, search_memory, forget)
+    return [agents.function_tool(f, name_override=f.__name__) for f in tools]

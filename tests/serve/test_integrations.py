@@ -35,7 +35,7 @@ def test_openai_agents_function_tools(backend: Backend) -> None:
     from muster_exact.integrations.openai_tools import memory_tools
 
     tools = {tool.name: tool for tool in memory_tools(backend)}
-    assert set(tools) == {"remember", "recall", "search_memory"}
+    assert set(tools) == {"remember", "recall", "search_memory", "forget"}
     assert all(isinstance(tool, agents.FunctionTool) for tool in tools.values())
     assert tools["remember"].params_json_schema["required"] == ["text", "speaker"]  # strict mode: all listed
 
@@ -47,8 +47,11 @@ def test_openai_agents_function_tools(backend: Backend) -> None:
     for note in NOTES:
         assert json.loads(invoke("remember", {"text": note, "speaker": None}))["added"] == 1
     assert "June 2031" in invoke("recall", {"query": "When does Ana's passport expire?"})
-    assert json.loads(invoke("search_memory", {"query": "boiler"}))[0]["records"]
+    boiler = json.loads(invoke("search_memory", {"query": "boiler"}))[0]["records"]
     assert invoke("remember", {"text": "  ", "speaker": None}).startswith("error: record 0 has empty text")
+    assert json.loads(invoke("forget", {"ids": boiler}))["deleted"] == boiler
+    assert "boiler" not in invoke("recall", {"query": "When was the boiler serviced?"})
+    assert invoke("forget", {"ids": boiler}).startswith(f"error: no record {boiler[0]!r}")  # gone, refused
 
 
 def test_langchain_tools(backend: Backend) -> None:
@@ -58,7 +61,7 @@ def test_langchain_tools(backend: Backend) -> None:
     from muster_exact.integrations.langchain_tools import memory_tools
 
     tools = {tool.name: tool for tool in memory_tools(backend)}
-    assert set(tools) == {"remember", "recall", "search_memory"} and all(
+    assert set(tools) == {"remember", "recall", "search_memory", "forget"} and all(
         isinstance(t, BaseTool) for t in tools.values()
     )
     assert "query" in tools["recall"].args
@@ -75,6 +78,9 @@ def test_langchain_tools(backend: Backend) -> None:
     )
     assert "3 March" in message.content and message.tool_call_id == "c1"
     assert tools["recall"].invoke({"query": ""}).startswith("error: empty query")
+    passport = json.loads(tools["search_memory"].invoke({"query": "passport"}))[0]["records"]
+    assert json.loads(tools["forget"].invoke({"ids": passport}))["deleted"] == passport
+    assert "June 2031" not in tools["recall"].invoke({"query": "When does Ana's passport expire?"})
 
 
 def test_langgraph_node_recalls_into_state_and_remembers_the_turn(backend: Backend) -> None:

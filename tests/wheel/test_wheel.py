@@ -12,7 +12,6 @@ holds each loaded ``muster``/``muster_exact`` module to the installed folder.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from muster_exact import presets
-from tests.conftest import REPO
+from tests.conftest import REPO, no_hub_env
 
 RECORDS = [
     {"speaker": "Caroline", "time": "2023-05-08", "text": "I moved to Lisbon last month for the new job."},
@@ -40,7 +39,7 @@ import json, os, sys
 import muster, muster_exact
 
 records = json.loads(sys.argv[1])
-mem = muster.build(records, models="cpu-small")
+mem = muster.build(records)  # the seed quick start: no models named
 text = mem.context(sys.argv[2]).text
 explained = muster.explain(mem.plan)
 frozen = muster.build("\\n\\n".join(r["text"] for r in records), "beam.u20", models="cpu-small")
@@ -64,7 +63,8 @@ class Installed:
     cwd: Path  # outside the clone
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        """A new user's shell: no model hub, no $MUSTER_MODELS, only the install on the path."""
+        env = {k: v for k, v in no_hub_env(self.cwd).items() if not k.startswith("PYTHON")}
         return {**env, "PYTHONPATH": str(self.site), "PYTHONHASHSEED": "0"}
 
     def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -126,6 +126,8 @@ def test_the_wheel_carries_the_library_and_the_files_it_reads_and_not_the_harnes
     tops = {name.split("/")[0] for name in names}
     assert tops == {"muster", "muster_exact", installed.wheel.name.split("-py")[0] + ".dist-info"}
     assert {"muster/py.typed", "muster_exact/py.typed", "muster_exact/manifests/cuts.json"} <= names
+    licences = {name.rsplit("/", 1)[-1] for name in names if ".dist-info/" in name}
+    assert {"LICENSE", "NOTICE"} <= licences  # Apache-2.0 asks for both to travel with the code
     assert {f"muster_exact/conf/preset/{name}.yaml" for name in presets.names()} <= names
     shipped = REPO / "muster_exact" / "manifests"
     contexts = {path.relative_to(REPO).as_posix() for path in shipped.glob("contexts/*/*/*.json")}
@@ -140,7 +142,13 @@ def test_the_quick_start_runs_from_the_installed_wheel(installed: Installed) -> 
     assert out["explained"].strip() and out["preset_units"] == 20  # beam.u20 read from the wheel
     assert out["same_integrations"] is True
     assert_from_the_wheel(installed, out["modules"])
-    assert not any(Path(entry).is_relative_to(REPO.resolve()) for entry in out["path"]), out["path"]
+    # Nothing of the clone is on the path but the interpreter's own environment (make puts .venv
+    # inside the clone; assert_from_the_wheel has shown no module came from there).
+    venv = Path(sys.prefix).resolve()
+    inside = [
+        p for p in map(Path, out["path"]) if p.is_relative_to(REPO.resolve()) and not p.is_relative_to(venv)
+    ]
+    assert not inside, out["path"]
 
 
 def test_the_cli_runs_from_the_installed_wheel(installed: Installed) -> None:
