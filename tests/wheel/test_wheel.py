@@ -2,11 +2,13 @@
 
 The tree git sees (tracked and new, not ignored) is copied to a temporary folder and the wheel is
 built there (``pip wheel --no-build-isolation``: the installed setuptools, no network), so the
-build writes nothing into the clone. It is installed with ``pip install --target`` and run with
-that folder as the only ``PYTHONPATH``, from a working directory outside the clone; this
-interpreter's site-packages supply the dependencies. A module of ours that the wheel lacked could
-still be found through an editable install of a clone in that site-packages, so every test also
-holds each loaded ``muster``/``muster_exact`` module to the installed folder.
+build writes nothing into the clone. It is installed by pip into a fresh virtual environment
+outside the clone (console script included), whose one ``.pth`` file lends it this
+interpreter's site-packages for the dependencies (installing torch and the rest again would
+take minutes and a registry), and run from a working directory outside the clone. A ``.pth``
+line adds a folder without running the ``.pth`` files in it, so an editable install of a clone
+there stays inactive; every test still holds each loaded ``muster``/``muster_exact`` module to
+the fresh environment.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,13 +62,19 @@ print(json.dumps({"text": text, "explained": explained, "preset_units": frozen.p
 @dataclass(frozen=True)
 class Installed:
     wheel: Path
-    site: Path
+    venv: Path  # the fresh environment the wheel is installed in
+    site: Path  # its site-packages
     cwd: Path  # outside the clone
 
+    @property
+    def python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
     def env(self) -> dict[str, str]:
-        """A new user's shell: no model hub, no $MUSTER_MODELS, only the install on the path."""
-        env = {k: v for k, v in no_hub_env(self.cwd).items() if not k.startswith("PYTHON")}
-        return {**env, "PYTHONPATH": str(self.site), "PYTHONHASHSEED": "0"}
+        """A new user's shell: no model hub, no $MUSTER_MODELS, nothing of the clone's on the path."""
+        shell = no_hub_env(self.cwd).items()
+        env = {k: v for k, v in shell if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+        return {**env, "PYTHONHASHSEED": "0"}
 
     def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -73,7 +82,7 @@ class Installed:
         )
 
     def muster(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self.run(sys.executable, "-m", "muster", *args)
+        return self.run(self.python, "-m", "muster", *args)
 
 
 def tree_as_git_sees_it(into: Path) -> None:
@@ -99,7 +108,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("the wheel is built from a git checkout")
     root = tmp_path_factory.mktemp("wheel")
-    source, dist, site, cwd = (root / name for name in ("src", "dist", "site", "run"))
+    source, dist, venv, cwd = (root / name for name in ("src", "dist", "venv", "run"))
     cwd.mkdir()
     tree_as_git_sees_it(source)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
@@ -107,10 +116,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     built = subprocess.run(build, cwd=root, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = dist.glob("muster_memory-*.whl")
-    install = [*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)]
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    lent = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}  # the dependencies
+    (site / "dependencies.pth").write_text("".join(f"{path}\n" for path in sorted(lent)), encoding="utf-8")
+    python = str(venv / "bin" / "python")
+    install = [*pip, "--python", python, "install", "--no-deps", "--no-index", str(wheel)]
     done = subprocess.run(install, cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    yield Installed(wheel, site, cwd)
+    yield Installed(wheel, venv, site, cwd)
 
 
 def assert_from_the_wheel(installed: Installed, modules: dict[str, str | None]) -> None:
@@ -135,24 +152,22 @@ def test_the_wheel_carries_the_library_and_the_files_it_reads_and_not_the_harnes
 
 
 def test_the_quick_start_runs_from_the_installed_wheel(installed: Installed) -> None:
-    result = installed.run(sys.executable, "-c", QUICK_START, json.dumps(RECORDS), QUESTION)
+    result = installed.run(installed.python, "-c", QUICK_START, json.dumps(RECORDS), QUESTION)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert "I moved to Lisbon last month" in out["text"]
     assert out["explained"].strip() and out["preset_units"] == 20  # beam.u20 read from the wheel
     assert out["same_integrations"] is True
     assert_from_the_wheel(installed, out["modules"])
-    # Nothing of the clone is on the path but the interpreter's own environment (make puts .venv
-    # inside the clone; assert_from_the_wheel has shown no module came from there).
-    venv = Path(sys.prefix).resolve()
-    inside = [
-        p for p in map(Path, out["path"]) if p.is_relative_to(REPO.resolve()) and not p.is_relative_to(venv)
-    ]
+    # Nothing of the clone is on the path but the dependencies' folders the .pth lends (make puts
+    # .venv inside the clone; assert_from_the_wheel has shown no module of ours came from there).
+    lent = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    inside = [p for p in map(Path, out["path"]) if p.is_relative_to(REPO.resolve()) and p not in lent]
     assert not inside, out["path"]
 
 
 def test_the_cli_runs_from_the_installed_wheel(installed: Installed) -> None:
-    listed = installed.run(str(installed.site / "bin" / "muster"), "presets")  # the console script
+    listed = installed.run(str(installed.venv / "bin" / "muster"), "presets")  # the console script
     assert listed.returncode == 0, listed.stderr
     assert all(name in listed.stdout for name in presets.names())
     chat = installed.cwd / "chat.jsonl"
