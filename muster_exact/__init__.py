@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 
+from muster_exact.declared import SourceOrder
 from muster_exact.derive import Derived, analyse, derive, recut
 from muster_exact.errors import (
     DataError,
+    DeclaredError,
     InputError,
     ManifestError,
     MusterError,
@@ -26,6 +28,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DataError",
+    "DeclaredError",
     "Derived",
     "InputError",
     "ManifestError",
@@ -35,6 +38,7 @@ __all__ = [
     "PlanError",
     "ResourceMissing",
     "Source",
+    "SourceOrder",
     "Store",
     "StoreError",
     "analyse",
