@@ -117,3 +117,11 @@ def test_cli_bad_envelope_is_one_line_exit_2(tmp_path: Path, value: object, mess
         assert result.stdout == ""
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("muster: error: ") and message in lines[0], lines
+
+
+def test_a_store_refuses_an_envelope_with_a_reason(tmp_path: Path) -> None:
+    path = _envelope_file(tmp_path, {"format": "serial", "records": RECORDS})
+    result = run_muster("add", "--store", str(tmp_path / "s.muster"), str(path), env=ENV)
+    assert result.returncode == 2
+    assert "is a declared-record envelope; a store does not take declared input" in result.stderr
+    assert not (tmp_path / "s.muster").exists()  # nothing written
