@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from muster_exact.declared import SourceOrder
 from muster_exact.derive import Derived, analyse, derive, recut
 from muster_exact.errors import (
     DataError,
+    DeclaredError,
     InputError,
     ManifestError,
     MusterError,
@@ -32,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Collection",
     "DataError",
+    "DeclaredError",
     "Derived",
     "InputError",
     "ManifestError",
@@ -41,6 +44,7 @@ __all__ = [
     "PlanError",
     "ResourceMissing",
     "Source",
+    "SourceOrder",
     "Store",
     "StoreError",
     "analyse",

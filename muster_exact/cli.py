@@ -10,19 +10,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from muster_exact import __version__, pipes, tokens, verify
+from muster_exact import __version__, declared, pipes, tokens, verify
 from muster_exact.derive import derive
 from muster_exact.errors import InputError, MusterError
 from muster_exact.explain import explain, models_line
-from muster_exact.records import read_file
 from muster_exact.rerank import describe
 
 log = logging.getLogger("muster_exact.cli")
 
 
 def _cmd_derive(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    plan = derive(read_file(path, args.max_input_bytes), mode=args.mode)
+    data = declared.read_file(Path(args.file), args.max_input_bytes)  # an envelope, or a store file
+    if isinstance(data, declared.Envelope):
+        plan = declared.analyse(data.ordered(), mode=args.mode).plan
+    else:
+        plan = derive(data, mode=args.mode)
     print(plan.to_json() if args.json else explain(plan))
     return 0
 
@@ -48,7 +50,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         reader: Any = store
     else:
         memory = build(
-            read_file(Path(args.file), args.max_input_bytes),
+            declared.read_file(Path(args.file), args.max_input_bytes),  # an envelope, or a store file
             preset=args.preset,
             models=args.models,
             mode=args.mode,
@@ -213,7 +215,15 @@ def _cmd_http(args: argparse.Namespace) -> int:
         "token required" if token else "no token",
     )
     try:
-        http.serve(backend, sock, token, args.max_body, hosts=hosts, origins=args.allow_origin)
+        http.serve(
+            backend,
+            sock,
+            token,
+            args.max_body,
+            hosts=hosts,
+            origins=args.allow_origin,
+            declared_records=args.declared_records,
+        )
     finally:
         backend.close()
     return 0
@@ -348,7 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = commands.add_parser("derive", help="detect a store's structure and print the plan and why")
-    p.add_argument("file", help="a .txt file, or .json/.jsonl records with speaker/time/text")
+    p.add_argument(
+        "file",
+        help="a .txt file, .json/.jsonl records with speaker/time/text, or a .json declared-record "
+        'envelope {"format": "serial", "records": [...]}',
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--mode", choices=("native", "exact"), default="native")
     _input_limit_option(p)
@@ -358,7 +372,10 @@ def build_parser() -> argparse.ArgumentParser:
         "query", help="the context for QUESTION from FILE (built now) or from a store (--store F QUESTION)"
     )
     p.add_argument(
-        "file", metavar="FILE", help="a .txt file, or .json/.jsonl records (with --store: the question)"
+        "file",
+        metavar="FILE",
+        help="a .txt file, .json/.jsonl records or a .json declared-record envelope "
+        "(with --store: the question)",
     )
     p.add_argument("question", nargs="?", metavar="QUESTION")
     p.add_argument("--store", help="read from this MUSTER store file instead of FILE")
@@ -467,6 +484,12 @@ def build_parser() -> argparse.ArgumentParser:
                 default=[],
                 metavar="ORIGIN",
                 help="a web origin (https://app.example) allowed to call from a browser (repeatable)",
+            )
+            p.add_argument(
+                "--declared-records",
+                action="store_true",
+                help="also serve POST /v1/declared/context: the context of a declared record array "
+                '({"format": "serial", "records": [...]}) sent with the query, built in memory, never stored',
             )
         p.set_defaults(run=_cmd_mcp if name == "mcp" else _cmd_http)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -190,6 +191,23 @@ def _cut_numbered(source: Source, style: str, budget: int) -> Cut:
     return Cut(source, tuple(units), tuple(parents), _serial_order(units), None, oversize, split)
 
 
+def cut_declared(source: Source, numbers: Sequence[int | None], budget: int) -> Cut:
+    """A declared record array (:mod:`muster_exact.declared`) cut as a numbered log is: one unit
+    per record (a longer one in parts), each marked record's unit in its slot's parent, but in
+    the declared order (the array's), whatever the serials say. ``source`` holds the records'
+    bodies, their markers already set aside, so ``numbers`` gives each record's serial and
+    nothing is stripped for retrieval."""
+    marks = [
+        None if number is None else serials.Serial(number, record.body_start)
+        for number, record in zip(numbers, source.records, strict=True)
+    ]
+    units: list[Unit] = []
+    parents: list[tuple[int, ...]] = []
+    lines = record_lines(source.records)
+    oversize, split = _numbered_units(source, lines, serials.PAPER_STYLE, budget, units, parents, {}, marks)
+    return Cut(source, tuple(units), tuple(parents), tuple(range(len(units))), None, oversize, split)
+
+
 def _numbered_units(
     source: Source,
     lines: list[Line],
@@ -198,17 +216,19 @@ def _numbered_units(
     units: list[Unit],
     parents: list[tuple[int, ...]],
     parent_of_slot: dict[str, int],
+    marks: Sequence[serials.Serial | None] | None = None,
 ) -> tuple[int, int]:
     """Append the units of ``lines`` to ``units``, each to its slot's parent in ``parents``
     (``parent_of_slot``: the parents of the slots read so far); (lines cut in parts, lines with
     a part cut at token boundaries). A fresh cut starts from nothing; a grown one from the
-    previous cut's units and parents."""
+    previous cut's units and parents. ``marks``: each line's serial as declared (not read from
+    the text in ``style``), for :func:`cut_declared`."""
     grown: dict[int, list[int]] = {}  # parents given units here, their members so far
     text = source.text
     oversize = split = 0
     surely_short = budget // 4  # characters: a line this short is within the budget (no count)
-    for line in lines:
-        serial = serials.read(text, style, line.body_start)
+    for at, line in enumerate(lines):
+        serial = serials.read(text, style, line.body_start) if marks is None else marks[at]
         slot = None if serial is None else slots.slot_of(text[serial.end : line.end])
         if line.end - line.start <= surely_short:
             spans: list[tuple[int, int, int | None, bool]] = [(line.start, line.end, None, False)]

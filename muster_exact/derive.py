@@ -70,7 +70,7 @@ def analyse(
         record_tokens=found.record_tokens,
         memo=memo,
     )
-    plan = _plan(source, found, the_cut, mode, budget, record_budget, prose_budget)
+    plan = plan_for(source, found, the_cut, mode, budget, record_budget, prose_budget)
     timings = {"detect": detected - started, "cut": time.perf_counter() - detected}
     log.debug("derived %s: %d units, %d parents", plan.branch, len(the_cut.units), len(the_cut.parents))
     return Derived(plan, the_cut, timings, found.tally)
@@ -101,7 +101,7 @@ def grown(
         record_tokens=found.record_tokens,
         memo=memo,
     )
-    new_plan = _plan(
+    new_plan = plan_for(
         source, found, the_cut, plan.mode, plan.unit_budget, plan.record_budget, plan.prose_budget
     )
     timings = {"detect": detected - started, "cut": time.perf_counter() - detected}
@@ -113,7 +113,7 @@ def derive(data: Any, **options: Any) -> Plan:
     return analyse(data, **options).plan
 
 
-def _plan(
+def plan_for(
     source: Source,
     found: Detection,
     the_cut: cutting.Cut,
@@ -122,6 +122,7 @@ def _plan(
     record_budget: int,
     prose_budget: int,
 ) -> Plan:
+    """The plan of ``source`` from its detection and cut (and the reasons, in words)."""
     branch = found.branch
     numbered = branch == "numbered_log"
     reasons = list(found.reasons)

@@ -64,3 +64,8 @@ class ErasePending(StoreError):
     def __init__(self, message: str, result: object) -> None:
         super().__init__(message)
         self.result = result
+
+
+class DeclaredError(InputError):
+    """A declared record input cannot be read: an unknown format, records that are not a list, an
+    envelope with a missing or unknown field, a record that is only a serial prefix."""

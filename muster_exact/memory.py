@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from muster_exact import entities, presets
+from muster_exact import declared, entities, presets
 from muster_exact.assemble import Context, assemble
 from muster_exact.channels import CHANNEL_ORDER, CHANNELS, Channel, Floors, Proposals, pool_size
 from muster_exact.channels.bm25 import BM25Channel
@@ -104,6 +104,8 @@ class Memory:
         # What grow() extends: the derive result (detection's counts, the cut) and the cache.
         self.derived: Derived | None = None
         self.growth: Growth | None = None  # set on a memory grown from another: what changed
+        # A declared record input (build(..., record_format="serial")): the records as given.
+        self.ordered_records: declared.OrderedRecords | None = None
         self._cache = cache
 
         started = time.perf_counter()
@@ -145,6 +147,8 @@ class Memory:
         When the new records change the branch, the reason instead: build afresh."""
         if self.derived is None or self.cut.source.layout != "records":
             return "this memory was not built from records"
+        if self.ordered_records is not None:
+            return "a declared record input is built afresh"
         started = time.perf_counter()
         source = from_records(records, after=self.cut.source)
         done = derived_grown(self.derived, source, memo)
@@ -462,21 +466,26 @@ def _derived(
     policy: Literal["flrs", "flr"] | None,
     rules: Rules | None,
     memo: Memo | None,
+    ordered: declared.OrderedRecords | None = None,
 ) -> tuple[Plan, Derived, Models]:
-    """:func:`planned`, with the derive result itself (what growing the memory extends)."""
+    """:func:`planned`, with the derive result itself (what growing the memory extends);
+    ``ordered``: a declared record array, analysed as declared instead of detected."""
     fixed = presets.load(preset) if preset else None
     chosen_models = models_for(preset, models)
     chosen_mode: Mode = mode or ("exact" if fixed else "native")
     chosen_policy = policy or (fixed.policy if fixed else "flrs")
     if chosen_policy not in POLICIES:
         raise InputError(f"unknown graph policy {chosen_policy!r}; use one of {', '.join(POLICIES)}")
-    derived = analyse(
-        data,
-        mode=chosen_mode,
-        record_budget=fixed.record_budget if fixed else RECORD_BUDGET,
-        prose_budget=fixed.prose_budget if fixed else PROSE_BUDGET,
-        memo=memo,
-    )
+    if ordered is not None:
+        derived = declared.analyse(ordered, mode=chosen_mode, preset=preset, memo=memo)
+    else:
+        derived = analyse(
+            data,
+            mode=chosen_mode,
+            record_budget=fixed.record_budget if fixed else RECORD_BUDGET,
+            prose_budget=fixed.prose_budget if fixed else PROSE_BUDGET,
+            memo=memo,
+        )
     units_read = checked_units(units) if units is not None else (fixed.units_read if fixed else None)
     plan = derived.plan
     units_read = units_read or plan.units_read
@@ -590,6 +599,8 @@ def build(
     memo: Memo | None = None,
     progress: bool = False,
     derived: Derived | None = None,
+    record_format: str | None = None,
+    declared_order: declared.SourceOrder | None = None,
 ) -> Memory:
     """Build a memory from text, records, a Path or a Source.
 
@@ -603,12 +614,24 @@ def build(
     ``progress``: the long stages' progress on stderr (a bar on a terminal, else a line per
     tenth; :mod:`muster_exact.progress`), never on stdout; ``derived``:
     the derive result of ``data`` under these settings, saved earlier (a store keeps it:
-    :mod:`muster_exact.saved`), used instead of detecting and cutting again.
+    :mod:`muster_exact.saved`), used instead of detecting and cutting again;
+    ``record_format="serial"`` or ``declared_order=SourceOrder()`` (or ``data`` a
+    :class:`~muster_exact.declared.Envelope`): a declared record array, in its own order, each
+    serial prefix set aside (:mod:`muster_exact.declared`; ``Memory.ordered_records``).
     """
+    ordered = declared.declaration(data, record_format, declared_order)
     with shown(progress):
         if derived is None:
             plan, derived, chosen_models = _derived(
-                data, preset, models, mode=mode, units=units, policy=policy, rules=rules, memo=memo
+                data,
+                preset,
+                models,
+                mode=mode,
+                units=units,
+                policy=policy,
+                rules=rules,
+                memo=memo,
+                ordered=ordered,
             )
         else:
             plan, chosen_models = derived.plan, models_for(preset, models)
@@ -616,6 +639,7 @@ def build(
             plan, derived.cut, chosen_models, _cache(cache), dict(derived.timings), scores, memo=memo
         )
         memory.derived = derived
+        memory.ordered_records = ordered
     if memo is not None:
         memo.settle()
     return memory

@@ -389,7 +389,11 @@ def parse_jsonl(text: str, path: Path | str) -> list[Any]:
 
 
 def _json_array(text: str, path: Path) -> list[Any]:
-    value = load_json(text, str(path))
+    return json_records(load_json(text, str(path)), path)
+
+
+def json_records(value: Any, path: Path | str) -> list[Any]:
+    """The JSON value of a ``.json`` store file, which must be an array of records."""
     if not isinstance(value, list):
         raise InputError(f"{path}: expected a JSON array of records, found a {type(value).__name__}")
     return value

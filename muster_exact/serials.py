@@ -33,3 +33,15 @@ def read(text: str, style: str, start: int = 0) -> Serial | None:
     """The serial of ``style`` at ``text[start:]``, if there is one."""
     match = STYLES[style].match(text, start)
     return None if match is None else Serial(int(match.group(1)), match.end())
+
+
+def lex(text: str, start: int = 0) -> tuple[str, Serial] | None:
+    """The style and serial that open ``text[start:]``, in any style, if one does.
+
+    The styles begin with different characters (a digit, ``S``, ``#``, ``(``, ``[``), so at most
+    one matches and the order tried does not matter."""
+    for style in STYLES:
+        serial = read(text, style, start)
+        if serial is not None:
+            return style, serial
+    return None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from muster_exact.errors import InputError
+from muster_exact.declared import ENVELOPE_KEYS
+from muster_exact.errors import DeclaredError, InputError
 from muster_exact.records import (
     NOT_JSON,
     block_texts,
@@ -42,6 +43,11 @@ def _parse_records(text: str, where: str, suffix: str = "") -> list[Any]:
         value = sniff_json(stripped, where)
     else:
         value = NOT_JSON
+    if isinstance(value, dict) and set(value) == set(ENVELOPE_KEYS):
+        raise DeclaredError(
+            f"{where} is a declared-record envelope; a store does not take declared input (it is "
+            "built in memory: muster query FILE QUESTION); add its records as a JSON array instead"
+        )
     if value is not NOT_JSON:
         return value if isinstance(value, list) else [value]
     if suffix == ".jsonl" or (not suffix and stripped[0] == "{"):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from muster_exact.assemble import record_label
+from muster_exact.assemble import Context, record_label
 from muster_exact.errors import ErasePending, InputError, MusterError
 from muster_exact.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.store import (
@@ -39,7 +39,7 @@ from muster_exact.store import (
     check_unicode,
     no_record,
 )
-from muster_exact.store_validation import checked_delete
+from muster_exact.store_validation import checked_delete, validate
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
 DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
@@ -114,14 +114,7 @@ class Backend:
 
     def remember(self, records: Any, request_id: Any = None, namespace: Any = None) -> dict[str, Any]:
         """Add one record or a list of them (one transaction; no model call)."""
-        if (
-            isinstance(records, Sequence)
-            and not isinstance(records, str)
-            and len(records) > MAX_RECORDS_PER_CALL
-        ):
-            raise InputError(
-                f"{len(records):,} records in one call; send at most {MAX_RECORDS_PER_CALL:,} per call"
-            )
+        _check_count(records)
         if isinstance(request_id, str):
             check_unicode(request_id, "request_id")  # it is stored and compared as text
         with self._using(namespace, create=True) as store:
@@ -137,15 +130,22 @@ class Backend:
             if store is None or not head.records:
                 empty = {"context": "", "tokens": 0, "units": [], "records": []}
                 return {"query": query, **empty, "head": head.to_dict()}
-            context = store.context(query, units)
-            return {
-                "query": context.query,
-                "context": context.text,
-                "tokens": context.tokens,
-                "units": list(context.unit_ids),
-                "records": list(context.record_ids),
-                "head": store.head().to_dict(),
-            }
+            return {**_context_answer(store.context(query, units)), "head": store.head().to_dict()}
+
+    def recall_declared(self, format: Any, records: Any, query: Any, units: Any = None) -> dict[str, Any]:
+        """The context for ``query`` of a declared record array (:mod:`muster_exact.declared`),
+        built in memory with this server's models and never stored (no vector is cached either:
+        the records are the caller's, not the store's). The records are checked as an add checks
+        them; ``records`` in the answer are their ids, else ``r<index>``."""
+        from muster_exact import declared
+        from muster_exact.memory import build
+
+        query, units = _checked_read(query, units)
+        sent = declared.envelope({"format": format, "records": records}, "the request")
+        _check_count(sent.records)
+        validate(sent.records)  # the add's rules (sizes, Unicode, ids, JSON); nothing is written
+        memory = build(sent, preset=self.preset, models=self.models, cache=False)
+        return {**_context_answer(memory.context(query, units)), "format": sent.order.format}
 
     def search(self, query: Any, units: Any = None, namespace: Any = None) -> dict[str, Any]:
         """The selected passages, best first, each with its unit id, records and why it was chosen;
@@ -245,6 +245,25 @@ class Backend:
         if store is not None:
             return store.head()
         return Head(self.namespace if namespace is None else namespace, 0, 0, EMPTY_HEAD)
+
+
+def _check_count(records: Any) -> None:
+    """A server call carries at most ``MAX_RECORDS_PER_CALL`` records."""
+    if isinstance(records, Sequence) and not isinstance(records, str) and len(records) > MAX_RECORDS_PER_CALL:
+        raise InputError(
+            f"{len(records):,} records in one call; send at most {MAX_RECORDS_PER_CALL:,} per call"
+        )
+
+
+def _context_answer(context: Context) -> dict[str, Any]:
+    """A context as the servers answer it: the text, its tokens, and its unit and record ids."""
+    return {
+        "query": context.query,
+        "context": context.text,
+        "tokens": context.tokens,
+        "units": list(context.unit_ids),
+        "records": list(context.record_ids),
+    }
 
 
 def _checked_forget(ids: Any, request_id: Any) -> tuple[list[str] | None, str | None]:

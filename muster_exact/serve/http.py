@@ -10,7 +10,9 @@ at ``/openapi.json``. Binds 127.0.0.1 unless told otherwise. A delete is a
 write like an add (the same guard, the same token); it answers 200 when the
 text is gone from every file, and 202 with the same body (``erase_pending:
 true``) when another connection's read keeps it on disk until the store's
-next open or write.
+next open or write. ``muster http --declared-records`` adds ``POST
+/v1/declared/context`` (:mod:`muster_exact.declared`), behind the same guard;
+without the flag it is 404.
 
 A web page can make a browser send requests to a server on 127.0.0.1, so a
 :class:`Guard` in front of every route refuses what only a browser tricked by
@@ -43,6 +45,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from muster_exact import __version__
+from muster_exact.declared import FORMATS
 from muster_exact.errors import InputError, MusterError, ResourceMissing
 from muster_exact.limits import (
     DEFAULT_MAX_BODY,
@@ -93,10 +96,8 @@ _RECORD = {
         },
     ]
 }
-Records = Annotated[
-    list[Any],
-    WithJsonSchema({"type": "array", "items": _RECORD, "minItems": 1, "maxItems": MAX_RECORDS_PER_CALL}),
-]
+_RECORDS = {"type": "array", "items": _RECORD, "minItems": 1, "maxItems": MAX_RECORDS_PER_CALL}
+Records = Annotated[list[Any], WithJsonSchema(_RECORDS)]
 Name = Annotated[Any, WithJsonSchema(_NAME)]
 Query = Annotated[Any, WithJsonSchema({**_TEXT, "maxLength": MAX_QUERY_CHARS})]
 Units = Annotated[Any, WithJsonSchema({"type": ["integer", "null"], "minimum": 1, "maximum": MAX_UNITS})]
@@ -136,6 +137,16 @@ class QueryIn(BaseModel):
     query: Query
     units: Units = None
     namespace: Name = None
+
+
+class DeclaredIn(BaseModel):
+    """A declared-record envelope (``format``, ``records``) and a query; nothing is stored."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Annotated[Any, WithJsonSchema({"type": "string", "enum": FORMATS.names()})]
+    records: Annotated[Any, WithJsonSchema(_RECORDS)]  # the envelope reader checks it: one message
+    query: Query
+    units: Units = None
 
 
 # OpenAPI links: after an add, read the namespace it wrote (what a stateful test client follows).
@@ -331,9 +342,11 @@ def create_app(
     *,
     hosts: Iterable[str] = (),
     origins: Iterable[str] = (),
+    declared_records: bool = False,
 ) -> Guard:
     """The ASGI app: the FastAPI routes (``.app``) behind the :class:`Guard`. ``hosts`` and
-    ``origins`` are allowed besides this machine's own names and same-origin requests."""
+    ``origins`` are allowed besides this machine's own names and same-origin requests;
+    ``declared_records`` adds ``POST /v1/declared/context`` (``muster http --declared-records``)."""
     app = FastAPI(
         title="MUSTER memory",
         version=__version__,
@@ -387,6 +400,14 @@ def create_app(
         (every caller who got this far has shown it)."""
         return backend.info(namespace, namespaces=token is not None)
 
+    if declared_records:
+
+        @app.post("/v1/declared/context", operation_id="declared_context")
+        def declared_context(body: DeclaredIn) -> dict[str, Any]:
+            """The context of a declared record array for a query: built in memory, in the array's
+            order, each serial prefix set aside, every version kept; nothing is stored."""
+            return backend.recall_declared(body.format, body.records, body.query, body.units)
+
     return Guard(app, token, max_body, hosts, origins)
 
 
@@ -420,6 +441,7 @@ def serve(
     *,
     hosts: Iterable[str] = (),
     origins: Iterable[str] = (),
+    declared_records: bool = False,
 ) -> None:
     """Serve on ``sock`` (from :func:`listen`) until interrupted."""
     import uvicorn
@@ -427,6 +449,8 @@ def serve(
     address = str(sock.getsockname()[0])
     if token is None and not ipaddress.ip_address(address.split("%")[0]).is_loopback:
         log.warning("%s is reachable from other machines and no token is set; set $%s", address, TOKEN_ENV)
-    app = create_app(backend, token, max_body, hosts=hosts, origins=origins)
+    app = create_app(
+        backend, token, max_body, hosts=hosts, origins=origins, declared_records=declared_records
+    )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[sock])
