@@ -24,6 +24,7 @@ import muster_exact
 
 # `X as X`: re-exported, the same objects as muster_exact's (tests/unit/test_muster_package.py).
 from muster_exact import DataError as DataError
+from muster_exact import DeclaredError as DeclaredError
 from muster_exact import Derived as Derived
 from muster_exact import InputError as InputError
 from muster_exact import ManifestError as ManifestError
@@ -32,6 +33,7 @@ from muster_exact import Plan as Plan
 from muster_exact import PlanError as PlanError
 from muster_exact import ResourceMissing as ResourceMissing
 from muster_exact import Source as Source
+from muster_exact import SourceOrder as SourceOrder
 from muster_exact import Store as Store
 from muster_exact import StoreError as StoreError
 from muster_exact import __version__ as __version__
