@@ -132,27 +132,13 @@ def profile(name: str | Models) -> Models:
         return name
     if name == AUTO:
         return auto()
-    if name in PROFILES.names():
-        return PROFILES.get(name)
-    if looks_like_path(name):
+    if name not in PROFILES.names() and looks_like_path(name):
         return from_directory(Path(name))
-    PROFILES.get(name)  # the registry's "unknown model profile ..., did you mean" error
-    raise AssertionError("unreachable")
+    return PROFILES.get(name)  # an unknown name: the registry's "did you mean" error
 
 
 def looks_like_path(name: str) -> bool:
     return Path(name).expanduser().is_dir() or any(c in name for c in "/\\~") or name.startswith(".")
-
-
-def check_name(name: str) -> None:
-    """Refuse a ``--models`` value that names neither a profile nor a model directory (cheap: no
-    model and no hub is touched, so servers can check it before they start)."""
-    if name == AUTO or name in PROFILES.names():
-        return
-    if looks_like_path(name):
-        from_directory(Path(name))
-        return
-    PROFILES.check(name)
 
 
 def from_directory(directory: Path) -> Models:

@@ -63,10 +63,11 @@ def chosen(
         return _recorded_profile(embedder, namespace)
     picked = profile(asked or AUTO)
     if embedder is not None and picked.embedder.key != embedder and not reembed:
+        built_with = _profile_of(embedder) or embedder
         raise EmbedderMismatch(
             f"namespace {namespace!r} of the store was embedded with {embedder}; these reads would "
             f"use {picked.embedder.key} (models {picked.name}), and vectors of two embedders do not "
-            f"compare. Read it with the models it was built with (--models {_name_of(embedder)}), or "
+            f"compare. Read it with the models it was built with (--models {built_with}), or "
             f"re-embed it with {picked.name}: muster query --store F --models {picked.name} --reembed "
             "(Store.open(..., reembed=True)), which embeds every unit anew on the next read"
         )
@@ -75,18 +76,15 @@ def chosen(
 
 def _recorded_profile(embedder: str, namespace: str) -> Models:
     why = f"namespace {namespace!r} was embedded with it"
-    for name in PROFILES.names():
-        candidate = PROFILES.get(name)
-        if candidate.embedder.key == embedder:
-            return dataclasses.replace(candidate, chosen_by=why)
+    name = _profile_of(embedder)
+    if name is not None:
+        return dataclasses.replace(PROFILES.get(name), chosen_by=why)
     directory = Path(embedder)
     if directory.name == "bge-m3":  # the paper's pair read from a folder (models.from_directory)
         directory = directory.parent
     return dataclasses.replace(from_directory(directory), chosen_by=why)
 
 
-def _name_of(embedder: str) -> str:
-    for name in PROFILES.names():
-        if PROFILES.get(name).embedder.key == embedder:
-            return name
-    return embedder
+def _profile_of(embedder: str) -> str | None:
+    """The registered profile whose embedder is ``embedder``, if any."""
+    return next((n for n in PROFILES.names() if PROFILES.get(n).embedder.key == embedder), None)
