@@ -163,6 +163,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
             )
         if head.records:
             print(store.explain())
+            print(models_line(store.read_models()))
     return 0
 
 

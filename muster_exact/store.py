@@ -596,9 +596,9 @@ class Store:
             return None
 
     def explain(self) -> str:
-        from muster_exact.explain import explain, models_line
+        from muster_exact.explain import explain
 
-        return f"{explain(self.plan())}\n{models_line(self.read_models())}"
+        return explain(self.plan())
 
     @_guarded
     def memory(self) -> Memory:
