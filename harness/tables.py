@@ -3,8 +3,10 @@
 Per run: ``scores.csv`` and ``scores.md`` (deterministic: computed from
 ``contexts.jsonl`` alone, the bootstrap seeded). Per benchmark, preset and
 model profile: ``comparison.csv`` / ``.md`` puts every system side by side,
-with build seconds and query latency from ``timings.jsonl`` (measured, so
-those two columns vary from run to run).
+deterministic numbers only, so a committed table changes only when a score
+does; the build seconds and query latency from ``timings.jsonl`` (measured,
+so they vary from run to run) go to :func:`timing_comparison`, kept beside
+the runs (git-ignored), never beside the committed tables.
 """
 
 from __future__ import annotations
@@ -98,11 +100,11 @@ def timings(directory: Path) -> tuple[float, float]:
 
 
 def comparison(directories: dict[str, Path]) -> pd.DataFrame:
+    """Every system's overall figures side by side (deterministic: from the contexts alone)."""
     rows = []
     for system, directory in directories.items():
         summary = write_run_tables(directory)
         overall = summary[summary["category"] == "all"].iloc[0].to_dict()
-        build_s, query_ms = timings(directory)
         rows.append(
             {
                 "system": system,
@@ -110,13 +112,26 @@ def comparison(directories: dict[str, Path]) -> pd.DataFrame:
                 "tokens_mean": overall["tokens_mean"],
                 **{k: overall[k] for k in METRICS},
                 **{f"{k}_ci": overall[f"{k}_ci"] for k in METRICS},
+            }
+        )
+    frame = pd.DataFrame(rows)
+    return frame.dropna(axis=1, how="all")
+
+
+def timing_comparison(directories: dict[str, Path]) -> pd.DataFrame:
+    """Every system's measured build seconds and median query milliseconds, and its run."""
+    rows = []
+    for system, directory in directories.items():
+        build_s, query_ms = timings(directory)
+        rows.append(
+            {
+                "system": system,
                 "build_s": round(build_s, 1),
                 "query_ms_p50": round(query_ms, 1),
                 "run": str(directory),
             }
         )
-    frame = pd.DataFrame(rows)
-    return frame.dropna(axis=1, how="all")
+    return pd.DataFrame(rows)
 
 
 # --- judged answers ------------------------------------------------------------

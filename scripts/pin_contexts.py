@@ -22,18 +22,19 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("run", type=Path, nargs="+", help="run directories of system muster or muster_native")
+    parser.add_argument("--pins", type=Path, default=MANIFESTS, help="where (default: the shipped manifests)")
     args = parser.parse_args()
     for run in args.run:
-        pin(run)
+        pin(run, args.pins)
 
 
-def pin(run: Path) -> None:
+def pin(run: Path, pins: Path = MANIFESTS) -> None:
     identity = json.loads((run / "run.json").read_text())["identity"]
     if identity["system"] not in PINNED:
         raise SystemExit("only MUSTER's own contexts are pinned (systems muster and muster_native)")
     rules = PINNED[identity["system"]]
     benchmark, preset, models = identity["benchmark"]["name"], identity["preset"], identity["models"]
-    path = verify_contexts.path_for(MANIFESTS, benchmark, preset, models, rules)
+    path = verify_contexts.path_for(pins, benchmark, preset, models, rules)
     n = verify_contexts.write(
         path, benchmark, preset, models, rules, runs.complete_lines(run / runs.CONTEXTS)
     )

@@ -1,32 +1,42 @@
 """``make reproduce``: the default reproduction on CPU, end to end, checked.
 
 1. ``muster verify cuts`` over every benchmark store, and the published
-   LoCoMo judge outputs re-scored offline (``stage=published``);
+   judge outputs (LoCoMo's, MemoryAgentBench's) re-scored offline
+   (``stage=published``);
 2. per benchmark (LoCoMo, LoCoMo-Refined, the 8 FactConsolidation stores,
-   BEAM-100K) at U = 10, 20 and 40 (the benchmark's three presets) with the
-   cpu-small profile: the ``contexts`` stage for MUSTER (exact and native)
-   and every baseline and ablation (one Hydra multirun per benchmark), then
+   BEAM-100K) at U = 10, 20 and 40 (the nine presets: three families of
+   three) with the cpu-small profile: the ``contexts`` stage for MUSTER
+   (exact and native) and every baseline and ablation (one Hydra multirun
+   per benchmark: one build per store and preset, the vectors shared), then
    the side-by-side ``tables`` per preset;
 3. every MUSTER per-question context hash (exact and native rules) against
-   muster_exact/manifests/contexts/;
-4. a short summary. Exit status 1 on any difference.
+   muster_exact/manifests/contexts/, and every figure of the tables against
+   manifests/expected.yaml (OK / OKish / FAIL, pyserini 2CR style);
+4. the reproduction record (results/runs/reproduce.json: step times, host;
+   git-ignored) and the results page (results/index.html, ``make report``).
 
-A rerun reuses the vector cache and the finished runs.
+Exit status 1 on any differing hash or FAIL. BEAM-100K at U = 20 is the
+paper's CPU replay setting. A rerun reuses the vector cache and the finished
+runs. The options below serve a subset (a tiny data root in the tests); the
+default is the whole job.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import benchmarks, runs  # noqa: E402
+from harness import benchmarks, expected, run_record, runs  # noqa: E402
 from harness.systems import SYSTEMS  # noqa: E402
 from muster_exact import verify, verify_contexts  # noqa: E402
 from muster_exact.errors import ManifestError  # noqa: E402
@@ -34,11 +44,18 @@ from muster_exact.errors import ManifestError  # noqa: E402
 UNITS = (10, 20, 40)
 MODELS = "cpu-small"
 PINNED = {"muster": "exact", "muster_native": "native"}
+CPU_REPLAY = ("beam", "beam.u20")  # the paper's CPU replay: BEAM-100K at 20 units
+PUBLISHED_TABLES = ("audit/published.csv", "audit/published_mab.csv")
+RECORD = "reproduce.json"
 
 
 def reproduced() -> list[str]:
     """The registered benchmarks whose context hashes are pinned, in registration order."""
     return [name for name in benchmarks.REGISTRY if benchmarks.load(name).reproduced]
+
+
+def presets_of(benchmark: str, units: tuple[int, ...]) -> list[str]:
+    return [f"{benchmarks.load(benchmark).preset_family}.u{u}" for u in units]
 
 
 class Steps:
@@ -48,6 +65,7 @@ class Steps:
     def __init__(self, total: int) -> None:
         self.total, self.done = total, 0
         self.started = time.perf_counter()
+        self.seconds: list[dict[str, Any]] = []
 
     def run(self, title: str, command: list[str]) -> float:
         self.done += 1
@@ -57,14 +75,18 @@ class Steps:
         if result.returncode != 0:
             raise SystemExit(f"reproduce: '{title}' failed with exit code {result.returncode}")
         seconds = time.perf_counter() - started
-        print(f"== [{self.done}/{self.total}] done in {seconds:.0f} s ({self.elapsed()} so far)", flush=True)
+        self.seconds.append({"step": title, "seconds": round(seconds, 1)})
+        print(
+            f"== [{self.done}/{self.total}] done in {seconds:.0f} s ({self.elapsed():.0f} s so far)",
+            flush=True,
+        )
         return seconds
 
-    def elapsed(self) -> str:
-        return f"{time.perf_counter() - self.started:.0f} s"
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
 
 
-def muster_run(benchmark: str, preset: str, results: str, system: str) -> Path:
+def muster_run(benchmark: str, preset: str, args: argparse.Namespace, system: str) -> Path:
     from hydra import compose, initialize_config_dir
 
     from harness.config import register
@@ -78,53 +100,122 @@ def muster_run(benchmark: str, preset: str, results: str, system: str) -> Path:
                 f"preset={preset}",
                 f"models={MODELS}",
                 f"system={system}",
-                f"paths.results={results}",
+                f"paths.results={args.results}",
             ],
         )
     return runs.run_dir(cfg)
 
 
-def check_hashes(benchmark: str, preset: str, run: Path, rules: str) -> tuple[int, int, list[str]]:
-    manifest = verify_contexts.path_for(verify.manifest_dir(), benchmark, preset, MODELS, rules)
+def check_hashes(pins: Path, benchmark: str, preset: str, run: Path, rules: str) -> dict[str, Any]:
+    """The run's context hashes against the pinned ones: identical, total, the first that differ."""
+    manifest = verify_contexts.path_for(pins, benchmark, preset, MODELS, rules)
+    found: dict[str, Any] = {"benchmark": benchmark, "preset": preset, "rules": rules}
     if not manifest.is_file():
-        return 0, 0, [f"(no pinned hashes at {manifest.relative_to(REPO)}: pin with scripts/pin_contexts.py)"]
+        return {**found, "identical": 0, "total": 0, "problem": f"no pinned hashes at {manifest}"}
     try:
         pinned = verify_contexts.load(manifest)["hashes"]
     except ManifestError as exc:
-        return 0, 0, [f"({exc})"]
+        return {**found, "identical": 0, "total": 0, "problem": str(exc)}
     got = {line["qid"]: line["sha256"] for line in runs.complete_lines(run / runs.CONTEXTS)}
     differing = [q for q in pinned if got.get(q) != pinned[q]]
-    return len(pinned) - len(differing), len(pinned), differing
+    return {
+        **found,
+        "identical": len(pinned) - len(differing),
+        "total": len(pinned),
+        "differs": differing[:5],
+    }
 
 
-def main() -> None:
+def hashes_ok(entry: dict[str, Any]) -> bool:
+    return "problem" not in entry and entry["identical"] == entry["total"]
+
+
+def print_hashes(entries: list[dict[str, Any]], seconds: dict[str, float]) -> None:
+    print("\n== context hashes (MUSTER, exact and native rules)")
+    for e in entries:
+        flag = "OK" if hashes_ok(e) else "FAIL"
+        replay = "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) == CPU_REPLAY else ""
+        print(
+            f"{e['benchmark']:<15} {e['preset'] + ' ' + e['rules']:<18} {e['identical']} of {e['total']} "
+            f"identical  {flag}  (benchmark's contexts: {seconds[e['benchmark']]:.0f} s){replay}"
+        )
+        for problem in [e["problem"]] if "problem" in e else [f"differs: {q}" for q in e.get("differs", [])]:
+            print(f"    {problem}")
+
+
+def print_matrix(cells: list[expected.Cell], tables: dict[tuple[str, str], str]) -> None:
+    """Per benchmark a grid (systems x presets, each cell the worst verdict over its figures), the
+    published tables a line per row, then each figure that is not OK."""
+    print("\n== expected scores (manifests/expected.yaml): OK / OKish (within tolerance) / FAIL")
+    by_table: dict[str, dict[str, list[str]]] = {}
+    for cell in cells:
+        by_table.setdefault(cell.table, {}).setdefault(cell.row, []).append(cell.status)
+    for benchmark in dict.fromkeys(b for b, _ in tables):
+        presets = [p for b, p in tables if b == benchmark]
+        print(f"{benchmark}: {'system':<14}" + "".join(f"{p:>11}" for p in presets))
+        for system in SYSTEMS:
+            verdicts = [
+                expected.worst(by_table.get(tables[benchmark, p], {}).get(system, [])) for p in presets
+            ]
+            print(f"{'':<{len(benchmark) + 2}}{system:<14}" + "".join(f"{v:>11}" for v in verdicts))
+    for table in PUBLISHED_TABLES:
+        for row, statuses in by_table.get(table, {}).items():
+            print(f"{table} [{row}]: {expected.worst(statuses)}")
+    counts = expected.summary(cells)
+    print(", ".join(f"{counts[s]} {s}" for s in ("figures", *expected.STATUSES)))
+    for cell in cells:
+        if cell.status in (expected.OKISH, expected.FAIL):
+            print(f"  {cell.status:<5} {cell.where}: expected {cell.expected}, got {cell.got}")
+
+
+def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
-    parser.add_argument("--results", default="results/runs")
-    args = parser.parse_args()
+    parser.add_argument("--results", default="results/runs", help="run records (git-ignored)")
+    parser.add_argument("--tables", default="results", help="committed tables, and the page")
+    parser.add_argument("--manifests", default="manifests", help="the data manifest's folder (data.json)")
+    parser.add_argument("--expected", default="manifests/expected.yaml", type=Path)
+    parser.add_argument("--pins", type=Path, default=None, help="context-hash manifests (default: shipped)")
+    parser.add_argument("--benchmarks", nargs="+", default=None, help="default: every reproduced benchmark")
+    parser.add_argument("--units", nargs="+", type=int, default=list(UNITS))
+    parser.add_argument(
+        "--skip", nargs="+", default=[], choices=("cuts", "published", "report"),
+        help="leave out a step (for a data root without every store or published output)",
+    )  # fmt: skip
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse()
     python = sys.executable
-    benchmarks_run = reproduced()
-    # Two checks, then per benchmark its contexts and one tables step per preset.
-    steps = Steps(2 + len(benchmarks_run) * (1 + len(UNITS)))
+    pins = args.pins or verify.manifest_dir()
+    chosen = args.benchmarks or reproduced()
+    units = tuple(args.units)
+    common_paths = [
+        f"paths.data_root={args.data}",
+        f"paths.manifests={args.manifests}",
+        f"paths.results={args.results}",
+        f"paths.tables={args.tables}",
+    ]
+    started_utc = run_record.utc_now()
+    steps = Steps(2 - len({"cuts", "published"} & set(args.skip)) + len(chosen) * (1 + len(units)))
     step = steps.run
-    step("detection over every store", [python, "-m", "muster_exact", "verify", "cuts", "--data", args.data])
-    # Offline, no model: the accuracy the published LoCoMo judge outputs imply (results/audit/published.md).
-    step(
-        "published LoCoMo judge outputs, re-scored",
-        [python, "-m", "harness", "stage=published", f"paths.data_root={args.data}"],
-    )
-    summary = []
-    for benchmark in benchmarks_run:
-        presets = [f"{benchmarks.load(benchmark).preset_family}.u{u}" for u in UNITS]
-        common = [
-            f"benchmark={benchmark}",
-            f"models={MODELS}",
-            f"paths.data_root={args.data}",
-            f"paths.results={args.results}",
-        ]
-        seconds = step(
+    if "cuts" not in args.skip:
+        step(
+            "detection over every store",
+            [python, "-m", "muster_exact", "verify", "cuts", "--data", args.data],
+        )
+    if "published" not in args.skip:  # offline, no model: results/audit/published*.md
+        step(
+            "published judge outputs, re-scored", [python, "-m", "harness", "stage=published", *common_paths]
+        )
+    hashes, seconds, tables = [], {}, {}
+    for benchmark in chosen:
+        presets = presets_of(benchmark, units)
+        common = [f"benchmark={benchmark}", f"models={MODELS}", *common_paths]
+        seconds[benchmark] = step(
             f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets",
             [
                 python, "-m", "harness", "-m", *common,
@@ -136,23 +227,65 @@ def main() -> None:
                 f"{benchmark} {preset}: tables",
                 [python, "-m", "harness", *common, f"preset={preset}", "stage=tables"],
             )
+            tables[benchmark, preset] = f"{benchmark}/{preset}/{MODELS}/comparison.csv"
             for system, rules in PINNED.items():
-                run = muster_run(benchmark, preset, args.results, system)
-                identical, total, differing = check_hashes(benchmark, preset, run, rules)
-                summary.append((benchmark, f"{preset} {rules}", identical, total, differing, seconds))
-    print("\n== summary")
-    failed = False
-    for benchmark, preset, identical, total, differing, seconds in summary:
-        flag = "OK" if not differing else "FAIL"
-        failed |= bool(differing)
-        print(
-            f"{benchmark:<15} {preset:<18} {identical} of {total} context hashes identical  {flag}  "
-            f"(benchmark's contexts: {seconds:.0f} s)"
-        )
-        for qid in differing[:5]:
-            print(f"    differs: {qid}")
-    print(f"tables: results/<benchmark>/<preset>/{MODELS}/comparison.md; total {steps.elapsed()}")
+                run = muster_run(benchmark, preset, args, system)
+                hashes.append(check_hashes(pins, benchmark, preset, run, rules))
+    print_hashes(hashes, seconds)
+    produced = list(tables.values()) + ([] if "published" in args.skip else list(PUBLISHED_TABLES))
+    try:
+        cells = expected.check(expected.load(args.expected), Path(args.tables), only=produced)
+        problem = None
+    except expected.ExpectedError as exc:
+        cells, problem = [], str(exc)
+    if problem:
+        print(f"\n== expected scores: FAIL: {problem}")
+    else:
+        print_matrix(cells, tables)
+    failed = bool(problem) or expected.failed(cells) or not all(map(hashes_ok, hashes))
+    record = {
+        "started_utc": started_utc,
+        "ended_utc": run_record.utc_now(),
+        "total_s": round(steps.elapsed(), 1),
+        "host": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "git": run_record.git_state(REPO),
+        "arguments": {k: str(v) for k, v in vars(args).items()},
+        "steps": steps.seconds,
+        "hashes": hashes,
+        "expected": {"file": str(args.expected), "problem": problem, **expected.summary(cells)},
+        "cpu_replay": list(CPU_REPLAY),
+        "passed": not failed,
+    }
+    Path(args.results).mkdir(parents=True, exist_ok=True)
+    (Path(args.results) / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if "report" not in args.skip:
+        step_report(python, args)
+    total = sum(e["total"] for e in hashes)
+    same = sum(e["identical"] for e in hashes)
+    print(
+        f"\n== {'PASSED' if not failed else 'FAILED'}: {same} of {total} context hashes identical "
+        f"({len(hashes)} manifests); {expected.summary(cells)[expected.FAIL]} FAIL figures; "
+        f"total {steps.elapsed():.0f} s; record {Path(args.results) / RECORD}"
+    )
     sys.exit(1 if failed else 0)
+
+
+def step_report(python: str, args: argparse.Namespace) -> None:
+    command = [
+        python,
+        str(REPO / "scripts" / "report.py"),
+        "--tables",
+        args.tables,
+        "--results",
+        args.results,
+    ]
+    print(f"\n== results page\n$ {' '.join(command)}", flush=True)
+    if subprocess.run(command, cwd=REPO).returncode != 0:
+        raise SystemExit("reproduce: the results page failed")
 
 
 if __name__ == "__main__":

@@ -1,40 +1,57 @@
-"""Stage ``tables``: every system side by side for one benchmark, preset and model profile."""
+"""Stage ``tables``: every system side by side for one benchmark, preset and model profile.
+
+Writes ``<tables>/<benchmark>/<preset>/<models>/comparison.{csv,md}``: deterministic figures only
+(from the saved contexts), so a committed table changes only when a score does. The measured
+build seconds and query latency go to ``<results>/<benchmark>/<preset>/<models>/timings.{csv,md}``,
+beside the run records (git-ignored), and are printed with the table.
+"""
 
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from harness import runs, systems
 from harness.runs import StageOrderError
-from harness.tables import comparison, markdown
+from harness.tables import comparison, markdown, timing_comparison
 
 log = logging.getLogger(__name__)
 
 
-def run(cfg: DictConfig, repo: Path) -> Path:
+def finished_runs(cfg: DictConfig) -> dict[str, Path]:
+    """Each system's contexts run of this benchmark, preset and models that holds a question."""
     found = {}
     for system in systems.SYSTEMS:
         directory = runs.run_dir(cfg, system)
-        if (directory / runs.CONTEXTS).is_file():
+        if runs.complete_lines(directory / runs.CONTEXTS):
             found[system] = directory
-        else:
-            log.warning("no %s run at %s; left out of the table", system, directory)
+    return found
+
+
+def run(cfg: DictConfig, repo: Path) -> Path:
+    found = finished_runs(cfg)
     if not found:
         raise StageOrderError(
             f"no runs of {cfg.benchmark.name}, preset {cfg.preset.name}, models {cfg.models.name} under "
-            f"{cfg.paths.results}; run stage=contexts first with the same benchmark, preset and models"
+            f"{cfg.paths.results} yet: run stage=contexts first with the same benchmark, preset and models"
         )
-    out_dir = Path(cfg.paths.tables) / cfg.benchmark.name / cfg.preset.name / cfg.models.name
-    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    for system, directory in found.items():  # the run records, beside the tables they made
-        shutil.copyfile(directory / "run.json", out_dir / "runs" / f"{system}.run.json")
-    frame = comparison(found)
-    frame.drop(columns=["run"]).to_csv(out_dir / "comparison.csv", index=False)
+    for system in systems.SYSTEMS:
+        if system not in found:
+            log.warning("no %s run at %s; left out of the table", system, runs.run_dir(cfg, system))
+    group = Path(cfg.benchmark.name) / cfg.preset.name / cfg.models.name
+    out_dir = Path(cfg.paths.tables) / group
+    out_dir.mkdir(parents=True, exist_ok=True)
     title = f"# {cfg.benchmark.name}, preset {cfg.preset.name}, models {cfg.models.name}\n\n"
-    (out_dir / "comparison.md").write_text(title + markdown(frame.drop(columns=["run"])), encoding="utf-8")
-    print(title + markdown(frame.drop(columns=["run"])))
+    frame = comparison(found)
+    frame.to_csv(out_dir / "comparison.csv", index=False)
+    (out_dir / "comparison.md").write_text(title + markdown(frame), encoding="utf-8")
+    timing_dir = Path(cfg.paths.results) / group
+    timing_dir.mkdir(parents=True, exist_ok=True)
+    timing = timing_comparison(found)
+    timing.to_csv(timing_dir / "timings.csv", index=False)
+    measured = f"Measured on this machine ({len(found)} runs; build seconds summed over stores):\n\n"
+    (timing_dir / "timings.md").write_text(title + measured + markdown(timing), encoding="utf-8")
+    print(title + markdown(frame) + "\n" + measured + markdown(timing.drop(columns=["run"])))
     return out_dir
