@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import runs
 from muster_exact import verify, verify_contexts

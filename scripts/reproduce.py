@@ -101,6 +101,7 @@ def muster_run(benchmark: str, preset: str, args: argparse.Namespace, system: st
                 f"models={MODELS}",
                 f"system={system}",
                 f"paths.results={args.results}",
+                f"paths.manifests={args.manifests}",  # the data manifest is part of a run's key
             ],
         )
     return runs.run_dir(cfg)
@@ -172,11 +173,13 @@ def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
-    parser.add_argument("--results", default="results/runs", help="run records (git-ignored)")
-    parser.add_argument("--tables", default="results", help="committed tables, and the page")
-    parser.add_argument("--manifests", default="manifests", help="the data manifest's folder (data.json)")
-    parser.add_argument("--expected", default="manifests/expected.yaml", type=Path)
+    parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", str(REPO.parent / "shared" / "data")))
+    parser.add_argument("--results", default=str(REPO / "results" / "runs"), help="run records (git-ignored)")
+    parser.add_argument("--tables", default=str(REPO / "results"), help="committed tables, and the page")
+    parser.add_argument(
+        "--manifests", default=str(REPO / "manifests"), help="the data manifest's folder (data.json)"
+    )
+    parser.add_argument("--expected", default=str(REPO / "manifests" / "expected.yaml"))
     parser.add_argument("--pins", type=Path, default=None, help="context-hash manifests (default: shipped)")
     parser.add_argument("--benchmarks", nargs="+", default=None, help="default: every reproduced benchmark")
     parser.add_argument("--units", nargs="+", type=int, default=list(UNITS))
@@ -184,13 +187,18 @@ def parse() -> argparse.Namespace:
         "--skip", nargs="+", default=[], choices=("cuts", "published", "report"),
         help="leave out a step (for a data root without every store or published output)",
     )  # fmt: skip
-    return parser.parse_args()
+    args = parser.parse_args()
+    # Absolute, so the harness commands (run from the repository) and this process agree.
+    for name in ("data", "results", "tables", "manifests", "expected", "pins"):
+        if getattr(args, name) is not None:
+            setattr(args, name, str(Path(getattr(args, name)).resolve()))
+    return args
 
 
 def main() -> None:
     args = parse()
     python = sys.executable
-    pins = args.pins or verify.manifest_dir()
+    pins = Path(args.pins) if args.pins else verify.manifest_dir()
     chosen = args.benchmarks or reproduced()
     units = tuple(args.units)
     common_paths = [
@@ -234,7 +242,7 @@ def main() -> None:
     print_hashes(hashes, seconds)
     produced = list(tables.values()) + ([] if "published" in args.skip else list(PUBLISHED_TABLES))
     try:
-        cells = expected.check(expected.load(args.expected), Path(args.tables), only=produced)
+        cells = expected.check(expected.load(Path(args.expected)), Path(args.tables), only=produced)
         problem = None
     except expected.ExpectedError as exc:
         cells, problem = [], str(exc)
