@@ -144,6 +144,9 @@ def check(cfg: DictConfig) -> None:
         raise ConfigError(f"stage.shards must be at least 1, not {shards}")
     if not 0 <= shard < shards:
         raise ConfigError(f"stage.shard must be in [0, {shards}), not {shard}; shards count from 0")
+    limit = cfg.benchmark.questions_per_store
+    if limit is not None and limit < 1:
+        raise ConfigError(f"benchmark.questions_per_store must be at least 1 (or null for all), not {limit}")
     if cfg.stage.name in ("judge", "audit"):
         if cfg.judge.runs < 1:
             raise ConfigError(f"judge.runs must be at least 1, not {cfg.judge.runs}")

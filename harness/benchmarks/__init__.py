@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.benchmark import Benchmark
-from harness.config import BenchmarkConfig
+from harness.config import BenchmarkConfig, ConfigError
 from muster_exact.corpora import BenchmarkStore
 from muster_exact.registry import Registry
 
@@ -35,9 +35,12 @@ def load(name: str) -> Benchmark:
 
 
 def selected(stores: Iterator[BenchmarkStore], config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
-    """Apply the config's optional store subset and per-store question limit."""
+    """Apply the config's optional store subset and per-store question limit; a named store the
+    benchmark does not have is a ConfigError naming the ones it has (never an empty run)."""
     wanted = set(config.stores)
+    names: list[str] = []
     for store in stores:
+        names.append(store.name)
         if wanted and store.name not in wanted:
             continue
         if config.questions_per_store is not None:
@@ -45,3 +48,9 @@ def selected(stores: Iterator[BenchmarkStore], config: BenchmarkConfig) -> Itera
                 store.benchmark, store.name, store.source, store.questions[: config.questions_per_store]
             )
         yield store
+    unknown = sorted(wanted - set(names))
+    if unknown:
+        raise ConfigError(
+            f"benchmark.stores: {config.name} has no store {', '.join(map(repr, unknown))}; "
+            f"its stores are {', '.join(names)}"
+        )

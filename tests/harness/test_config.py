@@ -90,3 +90,25 @@ def test_models_name_may_be_a_local_model_directory_but_not_auto(tmp_path: Path)
         check(compose("config", overrides=["models=cpu-small", f"models.name={tmp_path / 'none'}"]))
     with pytest.raises(MusterError, match="unknown model profile 'auto'"):
         check(compose("config", overrides=["models=cpu-small", "models.name=auto"]))
+
+
+def test_a_question_limit_below_one_is_refused() -> None:
+    check(compose("config", overrides=["benchmark.questions_per_store=1"]))
+    with pytest.raises(ConfigError, match=r"benchmark\.questions_per_store must be at least 1 .*not 0"):
+        check(compose("config", overrides=["benchmark.questions_per_store=0"]))
+
+
+def test_a_store_subset_keeps_the_named_stores_and_refuses_an_unknown_one() -> None:
+    from harness.benchmarks import selected
+    from harness.config import BenchmarkConfig
+    from muster_exact.corpora import BenchmarkStore, Question
+
+    def stores():
+        for name in ("a", "b", "c"):
+            questions = [Question(f"{name}{i}", f"q{i}", ("g",), "1") for i in range(3)]
+            yield BenchmarkStore("x", name, None, questions)  # type: ignore[arg-type]
+
+    subset = list(selected(stores(), BenchmarkConfig(name="x", stores=["c", "a"], questions_per_store=2)))
+    assert [s.name for s in subset] == ["a", "c"] and [len(s.questions) for s in subset] == [2, 2]
+    with pytest.raises(ConfigError, match=r"x has no store 'z'; its stores are a, b, c"):
+        list(selected(stores(), BenchmarkConfig(name="x", stores=["a", "z"])))

@@ -217,3 +217,11 @@ def test_unknown_choices_answer_with_the_closest_names(tiny: Path, override: str
 def test_missing_data_root(tiny: Path) -> None:
     result = harness(tiny, "benchmark=locomo", data="no-such-dir")
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_tables_before_any_run_says_so_in_one_line(tiny: Path) -> None:
+    result = harness(tiny, "benchmark=beam", "preset=beam.u10", "stage=tables", results="runs-none")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("harness: error: no runs of beam, preset beam.u10"), lines
+    assert "run stage=contexts first" in lines[0] and "Traceback" not in result.stderr
