@@ -1,7 +1,8 @@
 """``make reproduce``: the default reproduction on CPU, end to end, checked.
 
 1. ``muster verify cuts`` over every benchmark store, and the published
-   LoCoMo judge outputs re-scored offline (``stage=published``);
+   LoCoMo judge outputs and MemoryAgentBench outputs re-scored offline
+   (``stage=published``);
 2. per benchmark (LoCoMo, LoCoMo-Refined, the 8 FactConsolidation stores,
    BEAM-100K) at U = 10, 20 and 40 (the benchmark's three presets) with the
    cpu-small profile: the ``contexts`` stage for MUSTER (exact and native)
@@ -110,9 +111,10 @@ def main() -> None:
     steps = Steps(2 + len(benchmarks_run) * (1 + len(UNITS)))
     step = steps.run
     step("detection over every store", [python, "-m", "muster_exact", "verify", "cuts", "--data", args.data])
-    # Offline, no model: the accuracy the published LoCoMo judge outputs imply (results/audit/published.md).
+    # Offline, no model: the published LoCoMo judge outputs and MemoryAgentBench outputs re-scored
+    # (results/audit/published.md, published_mab.md).
     step(
-        "published LoCoMo judge outputs, re-scored",
+        "published LoCoMo judge outputs and MemoryAgentBench outputs, re-scored",
         [python, "-m", "harness", "stage=published", f"paths.data_root={args.data}"],
     )
     summary = []
