@@ -36,6 +36,12 @@ both, and ``main.py`` (read upstream) averages every metric that
   ``entity2id.json`` keys (see :func:`title_from_entity`); that file is not
   on this machine, so callers pass the titles in.
 
+Headline metric per source (SCORERS.md, MemoryAgentBench): substring
+match for RULER QA, EventQA and FactConsolidation, exact match for the ICL
+classification sources and DetectiveQA, ``ruler_recall`` for RULER NIAH,
+recall@5 for recommendation; LongMemEval and InfBench summaries are judged
+by GPT-4o, which no offline string metric stands in for.
+
 Not reproduced: ROUGE-L / ROUGE-Lsum (upstream also reports them for the
 lexical routes) and the GPT-4o judge metrics (LongMemEval, InfBench
 summaries), which live in ``llm_based_eval/``. Upstream breaks a tie between
@@ -54,6 +60,8 @@ from harness.scorers import overlap
 Golds = str | Sequence[str] | Sequence[Sequence[str]]
 
 ANSWER_PREFIX = "Answer:"
+# Sources the benchmark scores with a GPT-4o judge, not a string metric.
+LLM_JUDGED = ("longmemeval", "infbench_sum")
 RECALL_CUTOFFS = (1, 5, 10)
 LEXICAL_METRICS = ("exact_match", "f1", "substring_exact_match")
 
@@ -258,6 +266,20 @@ def metrics_for(source: str) -> tuple[str, ...]:
     if kind == "recsys":
         return tuple(f"recsys_recall@{k}" for k in RECALL_CUTOFFS)
     return LEXICAL_METRICS
+
+
+def headline_metric(source: str) -> str | None:
+    """The metric the benchmark reports for ``source``; None where that is an LLM judge."""
+    if any(name in source for name in LLM_JUDGED):
+        return None
+    kind = route(source)
+    if kind == "icl" or "detective_qa" in source:
+        return "exact_match"
+    if kind == "ruler_niah":
+        return "ruler_recall"
+    if kind == "recsys":
+        return "recsys_recall@5"
+    return "substring_exact_match"
 
 
 def scores(

@@ -21,6 +21,7 @@ import pytest
 from harness import audit
 from tests.conftest import REPO
 from tests.harness.fake_llm import Behaviour, FakeLLM
+from tests.harness.test_published_mab import run_stage
 
 pytestmark = pytest.mark.slow
 LIMIT = 40
@@ -98,23 +99,7 @@ def test_the_audit_reports_false_accepts_beside_real_scores(data: Path, tmp_path
 def test_published_outputs_are_rescored_offline(data: Path, tmp_path: Path) -> None:
     """stage=published: the accuracy the published files imply (figures pinned in
     tests/integration/test_audit_outputs.py), as the harness writes them."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHASHSEED", "OPENAI_API_KEY")}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "stage=published",
-            f"paths.data_root={data}",
-            f"paths.tables={tmp_path}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_stage(data, tmp_path)
     rows = {(r["file"], r["how"]): r for r in csv.DictReader((tmp_path / "audit" / "published.csv").open())}
     assert float(rows[("fc-gpt-4o-mini-cot", "mean")]["all"]) == 0.7989
     assert float(rows[("fc-gpt-4o-mini-cot", "majority")]["all"]) == 0.7994

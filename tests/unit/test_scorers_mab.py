@@ -200,3 +200,23 @@ def test_routes_follow_upstream_order() -> None:
     assert mab.route("icl_eventqa") == "icl"  # 'icl' is checked first
     assert mab.route("factconsolidation_mh_262k") == "default"
     assert mab.route("infbench_choice_eng") == "choice"
+
+
+@pytest.mark.parametrize(
+    ("source", "metric"),
+    [
+        ("factconsolidation_mh_262k", "substring_exact_match"),
+        ("ruler_qa1_197K", "substring_exact_match"),
+        ("eventqa_131072", "substring_exact_match"),
+        ("detective_qa", "exact_match"),
+        ("icl_banking77_5900shot_balance", "exact_match"),
+        ("ruler_niah_mq", "ruler_recall"),
+        ("recsys_redial_full", "recsys_recall@5"),
+        ("longmemeval_s*", None),
+        ("infbench_sum_eng_shots2", None),
+    ],
+)
+def test_headline_metric_per_source(source: str, metric: str | None) -> None:
+    assert mab.headline_metric(source) == metric
+    if metric is not None:  # the headline is one of the metrics the source is scored with
+        assert metric in mab.metrics_for(source)
