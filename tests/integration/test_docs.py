@@ -156,7 +156,13 @@ def check_harness(words: list[str]) -> None:
             "submitit_local": "hydra_plugins.hydra_submitit_launcher",
         }
         pytest.importorskip(module[launcher])
-    swept = [[f"{o.split('=', 1)[0]}={v}" for v in o.split("=", 1)[1].split(",")] for o in overrides]
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    # Hydra's own parser expands a sweep (a=1,2) and leaves a list value (a=[1,2]) whole.
+    swept = [
+        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override() else [raw]
+        for raw, o in zip(overrides, OverridesParser.create().parse_overrides(overrides), strict=True)
+    ]
     register()
     with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
         for combination in itertools.product(*swept):
