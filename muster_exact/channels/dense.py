@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 Pooling = Literal["max", "mean"]
 POOLINGS: tuple[Pooling, ...] = ("max", "mean")
 
+# Query vectors by (embedder, query), shared by every dense channel of the process: the same
+# question asked of another build of the same store (another preset, the native rules) or of
+# another store is embedded once. The vector is the one a lone embed([query]) gives, so a
+# context never depends on what was asked before.
+_QUERY_VECTORS: Recent[np.ndarray] = Recent(size=8192)
+
 
 class DenseChannel:
     name = "dense"
@@ -43,7 +49,6 @@ class DenseChannel:
         self._one_per_unit = len(self._start) == n_pieces
         counts = np.diff(np.append(self._start, n_pieces))
         self._counts = np.maximum(counts, 1)
-        self._query_vectors: Recent[np.ndarray] = Recent()
         self._proposed: Recent[Proposals] = Recent()
 
     def pooled(self, pooling: str) -> DenseChannel:
@@ -54,7 +59,7 @@ class DenseChannel:
         return other
 
     def query_vector(self, query: str) -> np.ndarray:
-        return self._query_vectors.get(query, lambda: self._embedder.embed([query])[0])
+        return _QUERY_VECTORS.get((self._embedder.model_id, query), lambda: self._embedder.embed([query])[0])
 
     def scores(self, query: str) -> np.ndarray:
         """Every unit's pooled score for ``query``."""
