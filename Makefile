@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install test check reproduce bench bench-scale fuzz clean
+.PHONY: help install browser test check reproduce report bench bench-scale fuzz clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,8 +39,19 @@ $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 
 install: $(STAMP)  ## venv: the library with its model extras, dev tools, the tokenizer file
 
-test: install  ## the test suite (unit, integration, properties)
-	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
+# The results page's browser test (tests/integration/test_report_page.py) opens the page in Debian's
+# chromium through chromedriver; `make test` installs both when missing and fails that test without them.
+browser:  ## Debian's chromium and chromedriver, for the results page's browser test (apt-get, as root)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "make browser: chromium or chromedriver missing; as root: apt-get install chromium chromium-driver" >&2; \
+	  exit 1; \
+	fi; \
+	echo "== browser: Debian's chromium and chromium-driver (apt-get)"; \
+	apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver
+
+test: install browser  ## the test suite (unit, integration, properties, the results page in chromium)
+	MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
 
 check: install  ## lint, format check, types, and the reference (docs/api.md) built --strict
 	$(BIN)/ruff check muster muster_exact harness scripts tests examples
@@ -50,6 +61,9 @@ check: install  ## lint, format check, types, and the reference (docs/api.md) bu
 
 reproduce: install  ## the main job on CPU: cuts, contexts for every system, tables, hashes checked
 	$(BIN)/python scripts/reproduce.py --data $(DATA)
+
+report: install  ## the results page, results/index.html (matrix, plots, bench, audit; static, no network)
+	$(BIN)/python scripts/report.py
 
 bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md

@@ -1,0 +1,801 @@
+"""The results page, ``results/index.html`` (``make report``, the last step of ``make reproduce``).
+
+One static file with what a reader of the reproduction looks for, from the files the reproduction
+and the benchmarks leave behind:
+
+* the reproduction matrix: the context hashes of ``reproduce.json`` and every figure of the tables
+  against ``manifests/expected.yaml`` (:mod:`harness.expected`), coloured OK / OKish / FAIL / NEW;
+* per benchmark, the headline metric against U for every system with its 95% bootstrap interval;
+* the run timings measured on this machine (``timings.csv`` beside the runs);
+* build time and query latency against store size (``results/bench/query.md`` and ``scale.md``);
+* the judge-audit tables (``results/audit/published*.csv``).
+
+Inline CSS and inline SVG only: no script, nothing fetched, so the page opens from a file on a
+machine with no network. Every input is optional: a missing or unreadable one leaves a note in
+its section that says what writes it. :func:`page` reads files and returns the HTML; it prints
+nothing and reads no clock, so the same inputs give the same bytes (the only times shown are the
+ones the inputs carry).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness import benchmarks, expected
+from harness.systems import SYSTEMS
+
+# What scripts/reproduce.py runs: presets <family>.u10/.u20/.u40 under the cpu-small profile.
+UNITS = (10, 20, 40)
+MODELS = "cpu-small"
+RECORD = "reproduce.json"
+# The metric plotted against U: the first a benchmark's tables hold (MAB has no evidence ids).
+PLOTTED = ("evidence_recall", "answer_in_context")
+AUDIT_TABLES = ("audit/published.csv", "audit/published_mab.csv")
+STATUS_CLASS = {expected.OK: "ok", expected.OKISH: "okish", expected.FAIL: "fail", expected.NEW: "new"}
+_INTERVAL = re.compile(r"^\[\s*(-?[0-9.eE+-]+|nan),\s*(-?[0-9.eE+-]+|nan)\s*\]$")
+_UNITS_OF = re.compile(r"\.u(\d+)$")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the page reads from: the committed tables (with ``bench/`` and ``audit/``), the run
+    records (``reproduce.json``, ``timings.csv``) and the expected-score pin."""
+
+    tables: Path
+    results: Path
+    expected: Path
+
+
+def reproduced_benchmarks() -> list[tuple[str, str]]:
+    """(benchmark, preset family) of every benchmark ``make reproduce`` runs, in its order."""
+    return [
+        (name, benchmarks.load(name).preset_family)
+        for name in benchmarks.REGISTRY.names()
+        if benchmarks.load(name).reproduced
+    ]
+
+
+def comparison_path(benchmark: str, preset: str) -> str:
+    return f"{benchmark}/{preset}/{MODELS}/comparison.csv"
+
+
+def presets(family: str) -> list[str]:
+    return [f"{family}.u{u}" for u in UNITS]
+
+
+# --- small HTML pieces --------------------------------------------------------------------------
+
+
+def note(text: str) -> str:
+    return f'<p class="note">{escape(text)}</p>'
+
+
+def html_table(header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "data") -> str:
+    """A table of already-escaped cells (``rows``) under an escaped ``header``."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def number(raw: str | None) -> float | None:
+    try:
+        value = float(raw) if raw not in (None, "") else None
+    except ValueError:
+        return None
+    return None if value is None or math.isnan(value) else value
+
+
+def interval(raw: str | None) -> tuple[float, float] | None:
+    found = _INTERVAL.match(raw or "")
+    if not found:
+        return None
+    low, high = float(found.group(1)), float(found.group(2))
+    return None if math.isnan(low) or math.isnan(high) else (low, high)
+
+
+def shown(value: float | None) -> str:
+    return "missing" if value is None else f"{value:g}"
+
+
+# --- SVG plots ----------------------------------------------------------------------------------
+
+WIDTH, HEIGHT = 640, 360
+LEFT, RIGHT, TOP, BOTTOM = 64, 230, 36, 54
+DODGE = 3.0  # px between the systems' markers at one U, so their intervals do not overlap
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c", "#d62728",
+    "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+)  # fmt: skip
+SYSTEM_COLOUR = dict(zip(SYSTEMS, PALETTE, strict=False))
+ABLATIONS = frozenset({"no_floors", "no_graph", "no_rerank", "score_order"})
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    interval: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    points: tuple[Point, ...]
+    colour: str
+    dashed: bool = False
+
+
+@dataclass(frozen=True)
+class Axis:
+    label: str
+    low: float
+    high: float
+    ticks: tuple[float, ...]
+    log: bool
+    tick_label: Callable[[float], str]
+
+    def fraction(self, value: float) -> float:
+        if self.log:
+            return (math.log10(value) - math.log10(self.low)) / (math.log10(self.high) - math.log10(self.low))
+        return (value - self.low) / (self.high - self.low)
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str  # the svg's data-plot
+    title: str
+    x: Axis
+    y: Axis
+    series: tuple[Series, ...]
+    dodge: bool = False
+
+
+def share_axis(label: str) -> Axis:
+    return Axis(label, 0.0, 1.0, tuple(i / 5 for i in range(6)), False, lambda v: f"{v:.1f}")
+
+
+def units_axis() -> Axis:
+    # Log-spaced: U doubles from preset to preset.
+    return Axis("U (units per context)", 8.0, 50.0, tuple(map(float, UNITS)), True, lambda v: f"{v:g}")
+
+
+def decades_axis(label: str, values: Iterable[float], tick_label: Callable[[float], str]) -> Axis:
+    positive = [v for v in values if v > 0] or [1.0]
+    # A hair of slack: 10,000,239 tokens sits on the 10M line, not under a decade of its own.
+    low = math.floor(math.log10(min(positive)) + 1e-3)
+    high = max(math.ceil(math.log10(max(positive)) - 1e-3), low + 1)
+    ticks = tuple(10.0**e for e in range(low, high + 1))
+    return Axis(label, ticks[0], ticks[-1], ticks, True, tick_label)
+
+
+def magnitude(value: float) -> str:
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _xy(plot: Plot, x: float, y: float) -> tuple[float, float]:
+    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    return LEFT + plot.x.fraction(x) * inner_w, TOP + (1 - plot.y.fraction(y)) * inner_h
+
+
+def _axes(plot: Plot) -> list[str]:
+    right, bottom = WIDTH - RIGHT, HEIGHT - BOTTOM
+    parts = [f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{right - LEFT}" height="{bottom - TOP}"/>']
+    for tick in plot.x.ticks:
+        x, _ = _xy(plot, tick, plot.y.low)
+        parts.append(f'<line class="grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{bottom}"/>')
+        label = escape(plot.x.tick_label(tick))
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{label}</text>')
+    for tick in plot.y.ticks:
+        _, y = _xy(plot, plot.x.low, tick)
+        parts.append(f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}"/>')
+        label = escape(plot.y.tick_label(tick))
+        parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
+    parts.append(
+        f'<text class="axis-label" x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 12}" '
+        f'text-anchor="middle">{escape(plot.x.label)}</text>'
+    )
+    parts.append(
+        f'<text class="axis-label" transform="translate(16 {(TOP + bottom) / 2:.1f}) rotate(-90)" '
+        f'text-anchor="middle">{escape(plot.y.label)}</text>'
+    )
+    return parts
+
+
+def _series(plot: Plot, index: int, series: Series) -> list[str]:
+    shift = (index - (len(plot.series) - 1) / 2) * DODGE if plot.dodge else 0.0
+    points = [(p, *_xy(plot, p.x, p.y)) for p in series.points]
+    d = " ".join(f"{'M' if i == 0 else 'L'}{x + shift:.1f},{y:.1f}" for i, (_, x, y) in enumerate(points))
+    dash = ' stroke-dasharray="6 3"' if series.dashed else ""
+    name = escape(series.name)
+    parts = [
+        f'<path class="series" data-series="{name}" d="{d}" stroke="{series.colour}"{dash}>'
+        f"<title>{name}</title></path>"
+    ]
+    for point, x, y in points:
+        x += shift
+        if point.interval:
+            _, top = _xy(plot, point.x, point.interval[1])
+            _, low = _xy(plot, point.x, point.interval[0])
+            parts.append(
+                f'<line class="errbar" data-series="{name}" x1="{x:.1f}" y1="{low:.1f}" x2="{x:.1f}" '
+                f'y2="{top:.1f}" stroke="{series.colour}"/>'
+            )
+        title = f"{series.name}: {point.y:g}" + (
+            f" [{point.interval[0]:g}, {point.interval[1]:g}]" if point.interval else ""
+        )
+        parts.append(
+            f'<circle class="marker" cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{series.colour}">'
+            f"<title>{escape(title)}</title></circle>"
+        )
+    return parts
+
+
+def _legend(plot: Plot) -> list[str]:
+    x = WIDTH - RIGHT + 14
+    parts = ['<g class="legend">']
+    for i, series in enumerate(plot.series):
+        y = TOP + 8 + i * 18
+        dash = ' stroke-dasharray="6 3"' if series.dashed else ""
+        parts.append(
+            f'<line x1="{x}" y1="{y}" x2="{x + 22}" y2="{y}" stroke="{series.colour}" '
+            f'stroke-width="2"{dash}/><text x="{x + 28}" y="{y + 4}">{escape(series.name)}</text>'
+        )
+    parts.append("</g>")
+    return parts
+
+
+def svg(plot: Plot) -> str:
+    """The plot as inline SVG: axes, one ``path.series`` per series with ``line.errbar`` intervals
+    and ``circle.marker`` points, and a legend."""
+    body = [*_axes(plot)]
+    for index, series in enumerate(plot.series):
+        body.extend(_series(plot, index, series))
+    body.extend(_legend(plot))
+    return (
+        f'<svg class="plot" data-plot="{escape(plot.name)}" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'aria-label="{escape(plot.title)}"><title>{escape(plot.title)}</title>'
+        f'<text class="plot-title" x="{LEFT}" y="22">{escape(plot.title)}</text>' + "".join(body) + "</svg>"
+    )
+
+
+# --- the reproduction record (context hashes) ---------------------------------------------------
+
+
+def load_record(results: Path) -> tuple[dict[str, Any] | None, str | None]:
+    path = results / RECORD
+    if not path.is_file():
+        return None, f"no reproduction record here ({RECORD} under the run records): run make reproduce"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"{RECORD} is not JSON ({exc}): run make reproduce again"
+    if not isinstance(record, dict):
+        return None, f"{RECORD} is not a JSON object: run make reproduce again"
+    return record, None
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects of a list in the record (anything else in it is skipped)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _hash_ok(entry: dict[str, Any]) -> bool:
+    return "problem" not in entry and entry.get("identical") == entry.get("total")
+
+
+def _record_summary(record: dict[str, Any]) -> str:
+    host = (_objects([record.get("host")]) or [{}])[0]
+    git = (_objects([record.get("git")]) or [{}])[0]
+    verdict = "passed" if record.get("passed") else "FAILED"
+    colour = "ok" if record.get("passed") else "fail"
+    machine = f"{host.get('platform', '?')}, {host.get('cpus', '?')} CPUs, Python {host.get('python', '?')}"
+    facts = [
+        ("verdict", f'<span class="status status-{colour}">{verdict}</span>'),
+        ("started", escape(str(record.get("started_utc", "?")))),
+        ("ended", escape(str(record.get("ended_utc", "?")))),
+        ("total", escape(f"{record.get('total_s', '?')} s")),
+        ("host", escape(machine)),
+        ("commit", escape(f"{git.get('commit', '?')}{' (dirty)' if git.get('dirty') else ''}")),
+    ]
+    return '<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+
+
+def _hash_rows(record: dict[str, Any], replay: tuple[str, ...]) -> str:
+    rows = []
+    for entry in _objects(record.get("hashes")):
+        ok = _hash_ok(entry)
+        problems = (
+            [entry["problem"]] if "problem" in entry else [f"differs: {q}" for q in entry.get("differs", [])]
+        )
+        is_replay = (entry.get("benchmark"), entry.get("preset")) == replay
+        badge = ' <span class="badge">the paper\'s CPU replay setting</span>' if is_replay else ""
+        cells = [
+            escape(str(entry.get("benchmark", "?"))),
+            escape(str(entry.get("preset", "?"))) + badge,
+            escape(str(entry.get("rules", "?"))),
+            escape(f"{entry.get('identical', '?')} of {entry.get('total', '?')}"),
+            f'<span class="status status-{"ok" if ok else "fail"}">{"OK" if ok else "FAIL"}</span>',
+            escape("; ".join(problems)),
+        ]
+        row_class = ' class="replay"' if is_replay else ""
+        rows.append(f"<tr{row_class}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    header = "".join(f"<th>{h}</th>" for h in ("benchmark", "preset", "rules", "identical", "", "note"))
+    return f'<table class="hashes"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _replay_callout(record: dict[str, Any], replay: tuple[str, ...]) -> str:
+    if len(replay) != 2:
+        return ""
+    entries = [e for e in _objects(record.get("hashes")) if (e.get("benchmark"), e.get("preset")) == replay]
+    found = ", ".join(
+        f"{e.get('rules')}: {e.get('identical')} of {e.get('total')} identical" for e in entries
+    )
+    return (
+        f'<p class="callout">The paper\'s CPU replay setting: <b>{escape(replay[0])}</b> at preset '
+        f"<b>{escape(replay[1])}</b> ({escape(found or 'not in this reproduction')}).</p>"
+    )
+
+
+def hashes_section(results: Path) -> str:
+    record, problem = load_record(results)
+    if record is None:
+        return note(problem or "")
+    replay = tuple(map(str, record.get("cpu_replay") or ()))
+    steps = _objects(record.get("steps"))
+    step_rows = [(escape(str(s.get("step", "?"))), escape(str(s.get("seconds", "?")))) for s in steps]
+    parts = [
+        _record_summary(record),
+        _replay_callout(record, replay),
+        "<h3>Context hashes (MUSTER, exact and native rules)</h3>",
+        _hash_rows(record, replay)
+        if _objects(record.get("hashes"))
+        else note("the record holds no context hashes"),
+    ]
+    if step_rows:
+        parts.append("<details><summary>Steps and their seconds</summary>")
+        parts.append(html_table(("step", "seconds"), step_rows) + "</details>")
+    return "".join(parts)
+
+
+# --- the expected-score matrix ------------------------------------------------------------------
+
+
+def status_cell(statuses: Sequence[str]) -> str:
+    """A matrix cell: the worst verdict over its figures, coloured, with the counts as its title."""
+    if not statuses:
+        return '<td class="status status-none" title="not pinned">-</td>'
+    worst = expected.worst(statuses)
+    counts = ", ".join(f"{statuses.count(s)} {s}" for s in expected.STATUSES if s in statuses)
+    return f'<td class="status status-{STATUS_CLASS[worst]}" title="{escape(counts)}">{worst}</td>'
+
+
+def _grid(benchmark: str, family: str, verdicts: dict[str, dict[str, list[str]]]) -> str:
+    columns = presets(family)
+    head = "<th>system</th>" + "".join(f"<th>{escape(p)}</th>" for p in columns)
+    rows = []
+    for system in SYSTEMS:
+        cells = "".join(
+            status_cell(verdicts.get(comparison_path(benchmark, p), {}).get(system, [])) for p in columns
+        )
+        rows.append(f'<tr data-system="{system}"><th>{system}</th>{cells}</tr>')
+    return (
+        f'<table class="matrix" data-benchmark="{escape(benchmark)}"><caption>{escape(benchmark)}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _other_tables(verdicts: dict[str, dict[str, list[str]]], grids: set[str]) -> str:
+    rows = [
+        f"<tr><td>{escape(table)}</td><td>{escape(row)}</td>{status_cell(statuses)}</tr>"
+        for table, by_row in verdicts.items()
+        if table not in grids
+        for row, statuses in by_row.items()
+    ]
+    if not rows:
+        return ""
+    head = "<th>table</th><th>row</th><th>verdict</th>"
+    return (
+        "<h3>Published tables, re-scored</h3>"
+        f'<table class="matrix-rows"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _not_ok(cells: Sequence[expected.Cell]) -> str:
+    off = [c for c in cells if c.status != expected.OK]
+    if not off:
+        return '<p class="all-ok">every pinned figure is OK</p>'
+    rows = [
+        (
+            f'<span class="status status-{STATUS_CLASS[c.status]}">{c.status}</span>',
+            escape(c.table), escape(c.row), escape(c.column), shown(c.expected), shown(c.got),
+        )
+        for c in off
+    ]  # fmt: skip
+    header = ("verdict", "table", "row", "column", "expected", "got")
+    return f"<h3>Every figure that is not OK ({len(off)})</h3>" + html_table(header, rows, "figures")
+
+
+def matrix_section(sources: Sources, benches: Sequence[tuple[str, str]]) -> str:
+    try:
+        cells = expected.check(expected.load(sources.expected), sources.tables)
+    except (ValueError, OSError) as exc:  # ExpectedError (a ValueError) names the file and the fix
+        return note(f"not available: {exc}")
+    verdicts: dict[str, dict[str, list[str]]] = {}
+    for cell in cells:
+        verdicts.setdefault(cell.table, {}).setdefault(cell.row, []).append(cell.status)
+    counts = expected.summary(cells)
+    legend = " ".join(
+        f'<span class="status status-{STATUS_CLASS[s]}">{counts[s]} {s}</span>' for s in expected.STATUSES
+    )
+    grids = {comparison_path(b, p) for b, family in benches for p in presets(family)}
+    return (
+        f'<p class="legend-line">{counts["figures"]} figures checked against '
+        f"<code>{escape(sources.expected.name)}</code>: {legend} "
+        "(OK: equal as printed; OKish: within tolerance; FAIL: further off or missing; NEW: not "
+        "pinned). Each cell is the worst verdict over the row's figures; hover for the counts.</p>"
+        '<div class="grids">'
+        + "".join(_grid(b, f, verdicts) for b, f in benches)
+        + "</div>"
+        + _other_tables(verdicts, grids)
+        + _not_ok(cells)
+    )
+
+
+# --- recall against U ---------------------------------------------------------------------------
+
+
+def load_comparisons(
+    tables: Path, benchmark: str, family: str
+) -> tuple[dict[str, list[dict[str, str]]], list[str]]:
+    """The benchmark's comparison rows per preset, and a note per preset without a readable table."""
+    found, missing = {}, []
+    for preset in presets(family):
+        path = tables / comparison_path(benchmark, preset)
+        try:
+            found[preset] = read_csv(path)
+        except (OSError, UnicodeDecodeError, csv.Error):
+            missing.append(comparison_path(benchmark, preset))
+    return found, missing
+
+
+def recall_plot(benchmark: str, by_preset: dict[str, list[dict[str, str]]]) -> Plot | None:
+    columns = {c for rows in by_preset.values() for row in rows for c in row}
+    metric = next((m for m in PLOTTED if m in columns), None)
+    if metric is None:
+        return None
+    series = []
+    for system in SYSTEMS:
+        points = []
+        for preset, rows in by_preset.items():
+            row = next((r for r in rows if r.get("system") == system), None)
+            units = _UNITS_OF.search(preset)
+            y = number(row.get(metric)) if row else None
+            if row and units and y is not None:
+                points.append(Point(float(units.group(1)), y, interval(row.get(f"{metric}_ci"))))
+        if points:
+            colour = SYSTEM_COLOUR.get(system, PALETTE[-1])
+            series.append(Series(system, tuple(points), colour, dashed=system in ABLATIONS))
+    if not series:
+        return None
+    title = f"{benchmark}: {metric} ({MODELS}), 95% intervals"
+    return Plot(f"recall-{benchmark}", title, units_axis(), share_axis(metric), tuple(series), dodge=True)
+
+
+def recall_section(tables: Path, benchmark: str, family: str) -> str:
+    by_preset, missing = load_comparisons(tables, benchmark, family)
+    parts = [f'<div class="figure"><h3 id="recall-{escape(benchmark)}">{escape(benchmark)}</h3>']
+    plot = recall_plot(benchmark, by_preset)
+    if not by_preset:
+        parts.append(note(f"not available: run make reproduce (no comparison tables for {benchmark})"))
+    elif plot is None:
+        parts.append(note(f"not available: no {' or '.join(PLOTTED)} figure in {benchmark}'s tables"))
+    else:
+        parts.append(svg(plot))
+        if missing:
+            parts.append(note(f"not available: run make reproduce (no {', '.join(missing)})"))
+    return "".join(parts) + "</div>"
+
+
+# --- run timings --------------------------------------------------------------------------------
+
+
+def timings_section(results: Path, benches: Sequence[tuple[str, str]]) -> str:
+    parts = []
+    for benchmark, family in benches:
+        rows = []
+        for preset in presets(family):
+            path = results / benchmark / preset / MODELS / "timings.csv"
+            try:
+                records = read_csv(path)
+            except (OSError, UnicodeDecodeError, csv.Error):
+                continue
+            columns = ("system", "build_s", "query_ms_p50")
+            rows += [(escape(preset), *(escape(r.get(c) or "") for c in columns)) for r in records]
+        if rows:
+            parts.append(f"<h3>{escape(benchmark)}</h3>")
+            parts.append(html_table(("preset", "system", "build s", "query p50 ms"), rows, "timings"))
+    if not parts:
+        return note("not available: run make reproduce (no timings.csv beside the runs)")
+    intro = "Measured on this machine (build seconds summed over the stores; wall clock, so they vary)."
+    return f"<p>{intro}</p>" + "".join(parts)
+
+
+# --- build time and query latency against store size --------------------------------------------
+
+
+@dataclass(frozen=True)
+class MarkdownTable:
+    header: tuple[str, ...]
+    rows: tuple[dict[str, str], ...]
+
+
+def markdown_tables(text: str) -> list[MarkdownTable]:
+    """Every pipe table of a Markdown text (its first row the header, its second the rule)."""
+    found: list[MarkdownTable] = []
+    block: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([c.strip() for c in line.strip().strip("|").split("|")])
+            continue
+        if len(block) >= 2:
+            header = tuple(block[0])
+            rows = tuple(dict(zip(header, cells, strict=False)) for cells in block[2:])
+            found.append(MarkdownTable(header, rows))
+        block = []
+    return found
+
+
+def measured_line(text: str) -> str:
+    """The file's provenance line (``Measured ... by ...``), if it has one."""
+    return next((line for line in text.splitlines() if line.startswith("Measured")), "")
+
+
+def _bench_number(raw: str) -> float | None:
+    cleaned = raw.replace(",", "").replace("*", "").strip()
+    return number(cleaned.split()[0]) if cleaned else None
+
+
+@dataclass
+class StoreSizes:
+    """Points read from the bench files: series name -> [(tokens, value)], with what was skipped."""
+
+    build: dict[str, list[tuple[float, float]]]
+    query: dict[str, list[tuple[float, float]]]
+    skipped: list[str]
+
+
+def parse_query_bench(text: str, into: StoreSizes) -> None:
+    """results/bench/query.md: per store a ``###`` section with its tokens and build seconds
+    (embedding included, and everything but the embedder) and a query-stage table with ``total``."""
+    for section in re.split(r"^### ", text, flags=re.M)[1:]:
+        name = section.splitlines()[0].strip()
+        tokens = re.search(r"^([\d,]+) tokens", section, flags=re.M)
+        if not tokens:
+            into.skipped.append(f"query.md, {name}: no token count")
+            continue
+        size = float(tokens.group(1).replace(",", ""))
+        build = re.search(r"Build ([\d.]+) s", section)
+        rest = re.search(r"everything but the embedder: ([\d.]+) s", section)
+        if build:
+            into.build.setdefault("with embedding (query.md)", []).append((size, float(build.group(1))))
+        if rest:
+            into.build.setdefault("without embedder (query.md)", []).append((size, float(rest.group(1))))
+        total = next(
+            (
+                r
+                for t in markdown_tables(section)
+                if "p50 ms" in t.header
+                for r in t.rows
+                if r.get(t.header[0]) == "total"
+            ),
+            None,
+        )
+        for column, series in (("p50 ms", "query p50 (query.md)"), ("p95 ms", "query p95 (query.md)")):
+            value = _bench_number(total.get(column, "")) if total else None
+            if value is None:
+                into.skipped.append(f"query.md, {name}: no total {column}")
+            else:
+                into.query.setdefault(series, []).append((size, value))
+
+
+def _column(table: MarkdownTable, start: str) -> str | None:
+    return next((h for h in table.header if h.startswith(start)), None)
+
+
+def parse_scale_bench(text: str, into: StoreSizes) -> None:
+    """results/bench/scale.md: the stores' tokens per level, the build stages (``all but
+    embedding`` of each ``build()`` row) and the queries' ``total p50 / p95 ms`` per level."""
+    tables = markdown_tables(text)
+    sizes: dict[str, float] = {}
+    for table in tables:
+        if "tokens" in table.header and "level" in table.header:
+            for row in table.rows:
+                size = _bench_number(row.get("tokens", ""))
+                if size is not None:
+                    sizes[row.get("level", "")] = size
+    for table in tables:
+        rest = _column(table, "all but embedding")
+        total = _column(table, "total p50")
+        for row in table.rows:
+            label = row.get(table.header[0], "")
+            level = label.split()[0] if label else ""
+            if rest and label.endswith("build()"):
+                _scale_point(into, into.build, "without embedding (scale.md)", sizes, level, row[rest])
+            if total and level:
+                p50, _, p95 = row[total].partition("/")
+                p95 = p95 or p50  # a bare "-": neither was measured
+                _scale_point(into, into.query, "query p50 (scale.md)", sizes, level, p50)
+                _scale_point(into, into.query, "query p95 (scale.md)", sizes, level, p95)
+
+
+def _scale_point(
+    into: StoreSizes,
+    target: dict[str, list[tuple[float, float]]],
+    series: str,
+    sizes: dict[str, float],
+    level: str,
+    raw: str,
+) -> None:
+    value = _bench_number(raw)
+    if level not in sizes or value is None:
+        into.skipped.append(f"scale.md, {level or '?'}: {series} not measured ({raw.strip() or 'empty'})")
+        return
+    target.setdefault(series, []).append((sizes[level], value))
+
+
+def store_size_plots(sizes: StoreSizes) -> list[Plot]:
+    tokens = [x for points in (*sizes.build.values(), *sizes.query.values()) for x, _ in points]
+    x_axis = decades_axis("store size (cl100k tokens)", tokens, magnitude)
+    plots = []
+    for name, title, label, by_series in (
+        ("bench-build", "build time against store size", "build s", sizes.build),
+        ("bench-query", "query latency against store size", "query ms", sizes.query),
+    ):
+        if not by_series:
+            continue
+        # A colour per bench file; dashed, its second figure (p95, or the build without embedding).
+        series = tuple(
+            Series(
+                s,
+                tuple(Point(x, y) for x, y in sorted(points)),
+                PALETTE["scale.md" in s],
+                "p95" in s or "without" in s,
+            )
+            for s, points in by_series.items()
+        )
+        values = [p.y for s in series for p in s.points]
+        plots.append(
+            Plot(name, f"{title} (log-log)", x_axis, decades_axis(label, values, lambda v: f"{v:g}"), series)
+        )
+    return plots
+
+
+def bench_section(bench: Path) -> str:
+    sizes = StoreSizes({}, {}, [])
+    provenance = []
+    for name, parse in (("query.md", parse_query_bench), ("scale.md", parse_scale_bench)):
+        path = bench / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            sizes.skipped.append(f"no {name}: run make {'bench' if name == 'query.md' else 'bench-scale'}")
+            continue
+        parse(text, sizes)
+        provenance.append(
+            f"<li><code>{name}</code>: {escape(measured_line(text) or 'no provenance line')}</li>"
+        )
+    plots = store_size_plots(sizes)
+    if not plots:
+        return note("not available: run make bench and make bench-scale (nothing read under results/bench/)")
+    parts = [f"<ul>{''.join(provenance)}</ul>", '<div class="plots">', *map(svg, plots), "</div>"]
+    if sizes.skipped:
+        parts.append(
+            '<ul class="skipped">' + "".join(f"<li>{escape(s)}</li>" for s in sizes.skipped) + "</ul>"
+        )
+    return "".join(parts)
+
+
+# --- the judge audit ----------------------------------------------------------------------------
+
+
+def audit_section(tables: Path) -> str:
+    parts = []
+    for name in AUDIT_TABLES:
+        path = tables / name
+        try:
+            rows = read_csv(path)
+        except (OSError, UnicodeDecodeError, csv.Error):
+            parts.append(note(f"not available: {name} (run make reproduce: the published step writes it)"))
+            continue
+        header = list(rows[0]) if rows else []
+        caption = _markdown_caption(path.with_suffix(".md"))
+        parts.append(f"<h3>{escape(name)}</h3>{caption}")
+        parts.append(html_table(header, ([escape(r.get(h) or "") for h in header] for r in rows), "audit"))
+    return "".join(parts)
+
+
+def _markdown_caption(path: Path) -> str:
+    """The first paragraph of the table's Markdown twin (it says what the figures are)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    paragraph = next((line for line in lines if line.strip() and not line.startswith(("#", "|"))), "")
+    return f"<p>{escape(paragraph)}</p>" if paragraph else ""
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1320px; color: #222; }
+h1 { margin-bottom: 4px; } h2 { border-bottom: 1px solid #ccc; margin-top: 36px; }
+nav a { margin-right: 14px; }
+table { border-collapse: collapse; margin: 8px 0 16px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-variant-numeric: tabular-nums; }
+thead th { background: #f2f2f2; }
+caption { font-weight: 600; text-align: left; padding: 4px 0; }
+.grids, .plots { display: flex; flex-wrap: wrap; gap: 0 24px; }
+.figure h3 { margin-bottom: 0; }
+.status { font-weight: 600; text-align: center; }
+.status-ok { background: #b9e4bf; } .status-okish { background: #fff09a; }
+.status-fail { background: #f4a3a3; } .status-new { background: #d5d5d5; }
+.status-none { background: #ffffff; color: #999; }
+span.status { padding: 1px 6px; border-radius: 3px; }
+tr.replay td { background: #eef5fb; }
+.badge { background: #1f77b4; color: #fff; border-radius: 3px; padding: 0 5px; font-size: 12px; }
+.callout { border-left: 4px solid #1f77b4; padding: 4px 10px; background: #eef5fb; }
+.all-ok { background: #e9f6eb; border-left: 4px solid #3c9a4a; padding: 4px 10px; }
+.note { color: #8a5a00; background: #fff8e6; border-left: 4px solid #e0a800; padding: 4px 10px; }
+dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; }
+dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
+svg.plot { display: block; margin: 8px 0 20px; background: #fff; }
+svg.plot .frame { fill: none; stroke: #444; } svg.plot .grid { stroke: #e6e6e6; }
+svg.plot .tick, svg.plot .legend text { font-size: 11px; fill: #333; }
+svg.plot .axis-label { font-size: 12px; fill: #222; }
+svg.plot .plot-title { font-size: 13px; font-weight: 600; }
+svg.plot .series { fill: none; stroke-width: 2; } svg.plot .errbar { stroke-width: 1.2; }
+"""
+
+
+def page(sources: Sources, benches: Sequence[tuple[str, str]] | None = None) -> str:
+    """The whole page as HTML (``benches``: (benchmark, preset family); default: every benchmark
+    ``make reproduce`` runs)."""
+    chosen = list(reproduced_benchmarks() if benches is None else benches)
+    sections = [
+        ("matrix", "Reproduction matrix", hashes_section(sources.results) + "<h3>Expected scores</h3>"
+         + matrix_section(sources, chosen)),
+        ("recall", "Recall against U", '<div class="plots">'
+         + "".join(recall_section(sources.tables, b, f) for b, f in chosen) + "</div>"),
+        ("timings", "Run timings", timings_section(sources.results, chosen)),
+        ("bench", "Build time and query latency against store size", bench_section(sources.tables / "bench")),
+        ("audit", "Judge audit", audit_section(sources.tables)),
+    ]  # fmt: skip
+    nav = "".join(f'<a href="#{key}">{escape(title)}</a>' for key, title, _ in sections)
+    body = "".join(
+        f'<section id="{key}"><h2>{escape(title)}</h2>{html}</section>' for key, title, html in sections
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,"><title>MUSTER results</title>'
+        f"<style>{CSS}</style></head><body><h1>MUSTER results</h1>"
+        f"<p>The reproduction on CPU (<code>make reproduce</code>, models {MODELS}) and the "
+        f"benchmarks, on one page.</p><nav>{nav}</nav>{body}</body></html>\n"
+    )

@@ -1,0 +1,262 @@
+"""The results page (harness/report.py) on small synthetic inputs, without a browser: a missing
+input is a note in its section, the verdicts get their colour classes, the plots one series per
+system, the reproduction record its hashes and the CPU replay callout, and the same inputs give
+the same bytes. tests/integration/test_report_page.py opens the real page in chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import expected, report
+from tests.conftest import REPO
+
+BENCHES = [("toy", "locomo"), ("toymab", "mab")]
+HEADER = "system,n,tokens_mean,evidence_recall,evidence_recall_ci,build_s\n"
+
+# Shaped like results/bench/query.md and scale.md (a store the parser cannot read, a level not measured).
+QUERY_MD = """# bench
+
+Measured today by `x`.
+
+### Store A
+
+1,000 tokens, 5 units. Build 2.50 s; everything but the embedder: 0.10 s = **4%** of build.
+
+| query stage (9 queries) | p50 ms | p95 ms |
+|---|---|---|
+| dense | 1.0 | 2.0 |
+| total | 3.5 | 7.0 |
+
+### Store B, unreadable
+
+no numbers
+"""
+SCALE_MD = """# scale
+
+## The stores
+
+| level | records | tokens |
+|---|---|---|
+| 1M | 9 | 1,000,000 |
+| 10M | 90 | 10,000,000 |
+
+## Build stages, seconds
+
+| level, path | bm25 | all but embedding | total |
+|---|---|---|---|
+| 1M store | 1 | 9.0 | 9.5 |
+| 1M build() | 1 | 8.0 | 8.5 |
+| 10M build() | 9 | 80.0 | 80.5 |
+
+## Queries
+
+| level | dense p50 / p95 ms | total p50 / p95 ms |
+|---|---|---|
+| 1M | 1 / 2 | 50.5 / 70.0 |
+| 10M | 2 / 3 | - |
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def comparison(tables: Path, benchmark: str, preset: str, rows: list[str], header: str = HEADER) -> Path:
+    return write(tables / report.comparison_path(benchmark, preset), header + "\n".join(rows) + "\n")
+
+
+def row(system: str, value: float, low: float, high: float) -> str:
+    return f'{system},10,99.0,{value},"[{low:.4f}, {high:.4f}]",1.5'
+
+
+@pytest.fixture()
+def sources(tmp_path: Path) -> report.Sources:
+    """Tables of two toy benchmarks (one with evidence recall, one with answer_in_context only),
+    pinned, then moved: one figure within tolerance, one beyond it, one row the pin lacks."""
+    tables = tmp_path / "tables"
+    mab_header = "system,n,tokens_mean,answer_in_context,answer_in_context_ci\n"
+    written = [
+        comparison(tables, "toy", "locomo.u10", [row("muster", 0.5, 0.4, 0.6), row("bm25", 0.4, 0.3, 0.5)]),
+        comparison(tables, "toy", "locomo.u20", [row("muster", 0.7, 0.6, 0.8), row("bm25", 0.6, 0.5, 0.7)]),
+        comparison(tables, "toymab", "mab.u10", ['muster,8,50.0,0.25,"[0.1000, 0.4000]"'], header=mab_header),
+    ]
+    pin = tmp_path / "expected.yaml"
+    expected.dump(pin, tables, written, expected.DEFAULT_TOLERANCE)
+    moved = [row("muster", 0.502, 0.4, 0.6), row("bm25", 0.4, 0.3, 0.5)]
+    comparison(tables, "toy", "locomo.u10", moved)
+    grown = [row("muster", 0.7, 0.6, 0.8), row("bm25", 0.9, 0.5, 0.7), row("dense", 0.6, 0.5, 0.7)]
+    comparison(tables, "toy", "locomo.u20", grown)
+    return report.Sources(tables, tmp_path / "runs", pin)
+
+
+def matrix_cell(html: str, benchmark: str, system: str, column: int) -> str:
+    grid = re.search(rf'<table class="matrix" data-benchmark="{benchmark}">.*?</table>', html)
+    assert grid, benchmark
+    row = re.search(rf'<tr data-system="{system}"><th>{system}</th>(.*?)</tr>', grid.group(0))
+    assert row, system
+    return str(re.findall(r'<td class="status status-(\w+)"', row.group(1))[column])
+
+
+def plot_of(html: str, name: str) -> str:
+    found = re.search(rf'<svg class="plot" data-plot="{name}".*?</svg>', html)
+    assert found, name
+    return str(found.group(0))
+
+
+def test_with_no_inputs_every_section_says_what_to_run(tmp_path: Path) -> None:
+    sources = report.Sources(tmp_path / "none", tmp_path / "none" / "runs", tmp_path / "none.yaml")
+    html = report.page(sources, BENCHES)
+    assert "no reproduction record here" in html and "run make reproduce" in html
+    assert "no expected-score file; pin one with scripts/pin_expected.py" in html
+    assert "no comparison tables for toy" in html and "no comparison tables for toymab" in html
+    assert "no timings.csv beside the runs" in html
+    assert "run make bench and make bench-scale" in html
+    assert "not available: audit/published.csv" in html
+    assert "<svg" not in html and "<script" not in html
+
+
+def test_verdicts_get_their_colour_classes(sources: report.Sources) -> None:
+    html = report.page(sources, BENCHES)
+    assert matrix_cell(html, "toy", "muster", 0) == "okish"  # 0.502 against 0.5
+    assert matrix_cell(html, "toy", "bm25", 1) == "fail"  # 0.9 against 0.6
+    assert matrix_cell(html, "toy", "muster", 1) == "ok"
+    assert matrix_cell(html, "toy", "dense", 1) == "new"  # a row the pin lacks
+    assert matrix_cell(html, "toy", "dense", 0) == "none"  # no figure: not pinned
+    assert matrix_cell(html, "toymab", "muster", 0) == "ok"
+    css = re.search(r"<style>(.*?)</style>", html, flags=re.S)
+    assert css
+    for status in ("ok", "okish", "fail", "new"):
+        assert f".status-{status} {{ background:" in css.group(1)
+    # Every figure that is not OK is listed with what was pinned and what the table holds.
+    listed = re.search(r"Every figure that is not OK \((\d+)\)", html)
+    assert listed
+    cells = expected.check(expected.load(sources.expected), sources.tables)
+    assert int(listed.group(1)) == sum(c.status != expected.OK for c in cells)
+    assert "<td>0.9</td>" in html and "<td>0.6</td>" in html
+
+
+def test_a_plot_per_benchmark_holds_a_series_per_system_with_its_intervals(sources: report.Sources) -> None:
+    html = report.page(sources, BENCHES)
+    toy = plot_of(html, "recall-toy")
+    assert re.findall(r'<path class="series" data-series="(\w+)"', toy) == ["muster", "bm25", "dense"]
+    assert toy.count('<line class="errbar"') == 5  # muster and bm25 at U 10 and 20, dense at 20
+    assert "evidence_recall" in toy
+    mab = plot_of(html, "recall-toymab")  # no evidence recall there: the answer in the context
+    assert "answer_in_context" in mab and mab.count('class="series"') == 1
+    assert "no toymab/mab.u20/cpu-small/comparison.csv, toymab/mab.u40/cpu-small/comparison.csv" in html
+    comparison(sources.tables, "toy", "locomo.u10", ["muster,10,99.0"], header="system,n,tokens_mean\n")
+    comparison(sources.tables, "toy", "locomo.u20", ["muster,10,99.0"], header="system,n,tokens_mean\n")
+    html = report.page(sources, BENCHES)
+    assert "no evidence_recall or answer_in_context figure in toy&#x27;s tables" in html
+    assert 'data-plot="recall-toy"' not in html
+
+
+def test_the_record_gives_the_hashes_and_calls_out_the_cpu_replay(sources: report.Sources) -> None:
+    record = {
+        "started_utc": "2026-01-01T00:00:00Z",
+        "total_s": 12.5,
+        "host": {"platform": "Linux", "cpus": 2, "python": "3.11.7"},
+        "steps": [{"step": "toy: contexts", "seconds": 3.0}],
+        "hashes": [
+            {"benchmark": "toy", "preset": "locomo.u20", "rules": "exact", "identical": 3, "total": 3},
+            {
+                "benchmark": "toy",
+                "preset": "locomo.u20",
+                "rules": "native",
+                "identical": 2,
+                "total": 3,
+                "differs": ["q2"],
+            },
+            {
+                "benchmark": "toymab",
+                "preset": "mab.u10",
+                "rules": "exact",
+                "identical": 0,
+                "total": 0,
+                "problem": "no pinned hashes at x.json",
+            },
+        ],
+        "cpu_replay": ["toy", "locomo.u20"],
+        "passed": False,
+    }
+    write(sources.results / report.RECORD, json.dumps(record))
+    html = report.page(sources, BENCHES)
+    assert "no reproduction record here" not in html
+    hashes = re.search(r'<table class="hashes">.*?</table>', html)
+    assert hashes
+    assert hashes.group(0).count('<tr class="replay">') == 2
+    assert hashes.group(0).count("the paper's CPU replay setting") == 2
+    assert "exact: 3 of 3 identical, native: 2 of 3 identical" in html
+    assert "differs: q2" in html and "no pinned hashes at x.json" in html
+    assert re.findall(r'status-(ok|fail)">(?:OK|FAIL)</span>', hashes.group(0)) == ["ok", "fail", "fail"]
+    assert "FAILED" in html and "2026-01-01T00:00:00Z" in html
+    write(sources.results / report.RECORD, "{not json")
+    assert "reproduce.json is not JSON" in report.page(sources, BENCHES)
+    write(sources.results / report.RECORD, json.dumps({"hashes": "x", "steps": [1], "host": 3}))
+    assert "the record holds no context hashes" in report.page(sources, BENCHES)
+
+
+def test_timings_bench_and_audit_are_read_when_present(sources: report.Sources) -> None:
+    write(
+        sources.results / "toy" / "locomo.u10" / report.MODELS / "timings.csv",
+        "system,build_s,query_ms_p50,run\nmuster,1.5,20.25,runs/x\n",
+    )
+    write(sources.tables / "bench" / "query.md", QUERY_MD)
+    write(sources.tables / "bench" / "scale.md", SCALE_MD)
+    write(sources.tables / "audit" / "published.csv", "file,how,all\nfc-x,majority,0.75\n")
+    write(
+        sources.tables / "audit" / "published.md",
+        "# Published\n\nAccuracy by majority of the runs.\n\n| file |\n",
+    )
+    html = report.page(sources, BENCHES)
+    assert "Measured on this machine" in html and "<td>20.25</td>" in html
+    build, query = plot_of(html, "bench-build"), plot_of(html, "bench-query")
+    assert build.count('class="series"') == 3 and query.count('class="series"') == 4
+    assert "query.md, Store B, unreadable: no token count" in html
+    assert "scale.md, 10M: query p50 (scale.md) not measured (-)" in html
+    assert "Measured today by `x`." in html
+    assert "<td>fc-x</td><td>majority</td><td>0.75</td>" in html
+    assert "Accuracy by majority of the runs." in html
+    assert "not available: audit/published_mab.csv" in html
+
+
+def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
+    """scripts/report.py over the committed tables, twice, under other hash seeds (set and dict
+    orders): the same bytes."""
+    pages = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"page-{seed}.html"
+        command = [sys.executable, str(REPO / "scripts" / "report.py"), "--tables", str(REPO / "results")]
+        command += ["--results", str(tmp_path / "runs"), "--expected", str(tmp_path / "none.yaml")]
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([*command, "--out", str(out)], cwd=REPO, env=env, check=True, capture_output=True)
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1]
+    assert b'class="plot"' in pages[0]
+
+
+def test_the_bench_parser_reads_the_committed_bench_files() -> None:
+    """The shapes the parser knows are the committed files' shapes: each store of query.md and
+    each level of scale.md gives a point (the count of each read from the files here)."""
+    bench = REPO / "results" / "bench"
+    if not (bench / "query.md").is_file() or not (bench / "scale.md").is_file():
+        pytest.skip("no committed results/bench/query.md and scale.md")
+    sizes = report.StoreSizes({}, {}, [])
+    query_text = (bench / "query.md").read_text(encoding="utf-8")
+    report.parse_query_bench(query_text, sizes)
+    stores = len(re.findall(r"^### ", query_text, flags=re.M))
+    assert len(sizes.build["with embedding (query.md)"]) == stores
+    assert len(sizes.query["query p50 (query.md)"]) == stores
+    scale_text = (bench / "scale.md").read_text(encoding="utf-8")
+    report.parse_scale_bench(scale_text, sizes)
+    builds = len(re.findall(r"^\| \S+ build\(\) \|", scale_text, flags=re.M))
+    assert len(sizes.build["without embedding (scale.md)"]) == builds
