@@ -42,6 +42,7 @@ class Benchmark(Protocol):
     preset_family: str  # its presets are <family>.u10, .u20, .u40
     reproduced: bool  # part of `make reproduce` (its context hashes are pinned)
     clustered: bool  # a table's category value: per conversation, then across conversations
+    cpu_replay: str | None  # the preset of the paper's CPU replay on this benchmark, if it has one
 
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]: ...
 
@@ -69,6 +70,7 @@ class BenchmarkBase:
     preset_family = ""
     reproduced = False
     clustered = False
+    cpu_replay: str | None = None
 
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         raise NotImplementedError

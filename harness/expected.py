@@ -33,7 +33,7 @@ KEY_COLUMNS = ("system", "file", "how", "source", "category")
 # Tolerances when the pin names none: shares (recall, accuracy) by half a point, token means by
 # 25 tokens, counts exactly.
 DEFAULT_TOLERANCE = {"default": 0.005, "tokens_mean": 25.0, "n": 0.0}
-_INTERVAL = re.compile(r"^\[(-?[0-9.eE+-]+|nan), (-?[0-9.eE+-]+|nan)\]$")
+_INTERVAL = re.compile(r"^\[\s*(-?[0-9.eE+-]+|nan),\s*(-?[0-9.eE+-]+|nan)\s*\]$")
 
 
 class ExpectedError(ValueError):
@@ -81,12 +81,18 @@ def figures(path: Path) -> dict[str, dict[str, float | None]]:
     return rows
 
 
+def parse_interval(raw: str) -> tuple[float, float] | None:
+    """A table's interval cell, ``[low, high]``, as two numbers (None if it is not one)."""
+    found = _INTERVAL.match(raw)
+    return (float(found.group(1)), float(found.group(2))) if found else None
+
+
 def _numbers(column: str, raw: str) -> dict[str, float | None]:
     if raw == "":
         return {column: None}
-    interval = _INTERVAL.match(raw)
+    interval = parse_interval(raw)
     if interval:
-        return {f"{column}_low": float(interval.group(1)), f"{column}_high": float(interval.group(2))}
+        return {f"{column}_low": interval[0], f"{column}_high": interval[1]}
     try:
         return {column: float(raw)}
     except ValueError:

@@ -29,18 +29,13 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness import benchmarks, expected
+from harness import benchmarks, expected, reproduction
+from harness.reproduction import MODELS, PUBLISHED_TABLES, RECORD, UNITS
 from harness.systems import SYSTEMS
 
-# What scripts/reproduce.py runs: presets <family>.u10/.u20/.u40 under the cpu-small profile.
-UNITS = (10, 20, 40)
-MODELS = "cpu-small"
-RECORD = "reproduce.json"
 # The metric plotted against U: the first a benchmark's tables hold (MAB has no evidence ids).
 PLOTTED = ("evidence_recall", "answer_in_context")
-AUDIT_TABLES = ("audit/published.csv", "audit/published_mab.csv")
 STATUS_CLASS = {expected.OK: "ok", expected.OKISH: "okish", expected.FAIL: "fail", expected.NEW: "new"}
-_INTERVAL = re.compile(r"^\[\s*(-?[0-9.eE+-]+|nan),\s*(-?[0-9.eE+-]+|nan)\s*\]$")
 _UNITS_OF = re.compile(r"\.u(\d+)$")
 
 
@@ -56,15 +51,11 @@ class Sources:
 
 def reproduced_benchmarks() -> list[tuple[str, str]]:
     """(benchmark, preset family) of every benchmark ``make reproduce`` runs, in its order."""
-    return [
-        (name, benchmarks.load(name).preset_family)
-        for name in benchmarks.REGISTRY.names()
-        if benchmarks.load(name).reproduced
-    ]
+    return [(name, benchmarks.load(name).preset_family) for name in reproduction.reproduced()]
 
 
 def comparison_path(benchmark: str, preset: str) -> str:
-    return f"{benchmark}/{preset}/{MODELS}/comparison.csv"
+    return reproduction.comparison_table(benchmark, preset)
 
 
 def presets(family: str) -> list[str]:
@@ -99,11 +90,8 @@ def number(raw: str | None) -> float | None:
 
 
 def interval(raw: str | None) -> tuple[float, float] | None:
-    found = _INTERVAL.match(raw or "")
-    if not found:
-        return None
-    low, high = float(found.group(1)), float(found.group(2))
-    return None if math.isnan(low) or math.isnan(high) else (low, high)
+    found = expected.parse_interval(raw or "")
+    return None if found is None or math.isnan(found[0]) or math.isnan(found[1]) else found
 
 
 def shown(value: float | None) -> str:
@@ -717,7 +705,7 @@ def bench_section(bench: Path) -> str:
 
 def audit_section(tables: Path) -> str:
     parts = []
-    for name in AUDIT_TABLES:
+    for name in PUBLISHED_TABLES:
         path = tables / name
         try:
             rows = read_csv(path)

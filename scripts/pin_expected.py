@@ -16,11 +16,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from reproduce import MODELS, PUBLISHED_TABLES, UNITS, presets_of, reproduced  # noqa: E402
 
 from harness import expected  # noqa: E402
+from harness.reproduction import PUBLISHED_TABLES, UNITS, comparison_table, presets_of, reproduced  # noqa: E402
 
 
 def main() -> None:
@@ -34,7 +32,7 @@ def main() -> None:
     parser.add_argument("--no-published", action="store_true", help="leave the published tables out")
     args = parser.parse_args()
     tables = [
-        args.tables / benchmark / preset / MODELS / "comparison.csv"
+        args.tables / comparison_table(benchmark, preset)
         for benchmark in args.benchmarks or reproduced()
         for preset in presets_of(benchmark, tuple(args.units))
     ]

@@ -36,26 +36,22 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import benchmarks, expected, run_record, runs  # noqa: E402
+from harness import expected, run_record, runs  # noqa: E402
+from harness.reproduction import (  # noqa: E402
+    MODELS,
+    PUBLISHED_TABLES,
+    RECORD,
+    UNITS,
+    comparison_table,
+    cpu_replay,
+    presets_of,
+    reproduced,
+)
 from harness.systems import SYSTEMS  # noqa: E402
 from muster_exact import verify, verify_contexts  # noqa: E402
 from muster_exact.errors import ManifestError  # noqa: E402
 
-UNITS = (10, 20, 40)
-MODELS = "cpu-small"
 PINNED = {"muster": "exact", "muster_native": "native"}
-CPU_REPLAY = ("beam", "beam.u20")  # the paper's CPU replay: BEAM-100K at 20 units
-PUBLISHED_TABLES = ("audit/published.csv", "audit/published_mab.csv")
-RECORD = "reproduce.json"
-
-
-def reproduced() -> list[str]:
-    """The registered benchmarks whose context hashes are pinned, in registration order."""
-    return [name for name in benchmarks.REGISTRY if benchmarks.load(name).reproduced]
-
-
-def presets_of(benchmark: str, units: tuple[int, ...]) -> list[str]:
-    return [f"{benchmarks.load(benchmark).preset_family}.u{u}" for u in units]
 
 
 class Steps:
@@ -135,7 +131,9 @@ def print_hashes(entries: list[dict[str, Any]], seconds: dict[str, float]) -> No
     print("\n== context hashes (MUSTER, exact and native rules)")
     for e in entries:
         flag = "OK" if hashes_ok(e) else "FAIL"
-        replay = "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) == CPU_REPLAY else ""
+        replay = (
+            "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) in cpu_replay() else ""
+        )
         print(
             f"{e['benchmark']:<15} {e['preset'] + ' ' + e['rules']:<18} {e['identical']} of {e['total']} "
             f"identical  {flag}  (benchmark's contexts: {seconds[e['benchmark']]:.0f} s){replay}"
@@ -235,7 +233,7 @@ def main() -> None:
                 f"{benchmark} {preset}: tables",
                 [python, "-m", "harness", *common, f"preset={preset}", "stage=tables"],
             )
-            tables[benchmark, preset] = f"{benchmark}/{preset}/{MODELS}/comparison.csv"
+            tables[benchmark, preset] = comparison_table(benchmark, preset)
             for system, rules in PINNED.items():
                 run = muster_run(benchmark, preset, args, system)
                 hashes.append(check_hashes(pins, benchmark, preset, run, rules))
@@ -265,7 +263,7 @@ def main() -> None:
         "steps": steps.seconds,
         "hashes": hashes,
         "expected": {"file": str(args.expected), "problem": problem, **expected.summary(cells)},
-        "cpu_replay": list(CPU_REPLAY),
+        "cpu_replay": list(next(iter(cpu_replay()), ())),  # (benchmark, preset), as the page reads it
         "passed": not failed,
     }
     Path(args.results).mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,7 @@ class BEAM(BenchmarkBase):
     preset_family = "beam"
     reproduced = True
     clustered = True
+    cpu_replay = "beam.u20"  # the paper's CPU replay: BEAM-100K at 20 units
 
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         scales = config.scales or ["100K"]
