@@ -65,13 +65,13 @@ LLM_JUDGED = ("longmemeval", "infbench_sum")
 RECALL_CUTOFFS = (1, 5, 10)
 LEXICAL_METRICS = ("exact_match", "f1", "substring_exact_match")
 
-_PUNCTUATION = frozenset(string.punctuation)
+_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)  # one C pass over a long context
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO = frozenset({"yes", "no", "noanswer"})
 
 
 def normalise(text: str) -> str:
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = text.lower().translate(_DROP_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
