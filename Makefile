@@ -59,7 +59,7 @@ check: install  ## lint, format check, types, and the reference (docs/api.md) bu
 	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
 
-reproduce: install  ## the main job on CPU: cuts, contexts for every system, tables, hashes checked
+reproduce: install  ## the main job on CPU: nine presets, every system, hashes and expected scores checked, the page
 	$(BIN)/python scripts/reproduce.py --data $(DATA)
 
 report: install  ## the results page, results/index.html (matrix, plots, bench, audit; static, no network)
