@@ -29,7 +29,7 @@ OK, OKISH, FAIL, NEW = "OK", "OKish", "FAIL", "NEW"
 STATUSES = (OK, OKISH, FAIL, NEW)
 KEY_SEPARATOR = "/"
 # The columns that name a row, per kind of table; every other column is a figure.
-KEY_COLUMNS = ("system", "file", "how", "source", "category")
+KEY_COLUMNS = ("system", "file", "how", "metric", "source", "category")
 # Tolerances when the pin names none: shares (recall, accuracy) by half a point, token means by
 # 25 tokens, counts exactly.
 DEFAULT_TOLERANCE = {"default": 0.005, "tokens_mean": 25.0, "n": 0.0}
@@ -73,6 +73,8 @@ def figures(path: Path) -> dict[str, dict[str, float | None]]:
     rows: dict[str, dict[str, float | None]] = {}
     for record in frame.to_dict(orient="records"):
         key = KEY_SEPARATOR.join(str(record[k]) for k in keys)
+        if key in rows:  # two rows one key: a figure would be checked against the wrong row
+            raise ExpectedError(f"{path}: two rows are {key!r} by their key columns ({', '.join(keys)})")
         values: dict[str, float | None] = {}
         for column, raw in record.items():
             if column not in keys:
