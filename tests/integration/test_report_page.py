@@ -3,8 +3,7 @@ selenium through chromedriver.
 
 The page is built by ``scripts/report.py`` from the repository's committed tables, bench files
 and audit tables (the run records under results/runs when this machine has them), checked against
-manifests/expected.yaml, or, until one is committed, a pin of the committed tables in a temporary
-folder. The browser must log no console error; the matrix must hold a row per system per
+manifests/expected.yaml. The browser must log no console error; the matrix must hold a row per system per
 benchmark with coloured cells; every plot must draw a series per system (checked in the DOM and in
 the plot's own screenshot); and the full-page screenshot must not be blank. That screenshot is
 saved as results/index.png (committed with the results).
@@ -48,21 +47,6 @@ def unavailable(reason: str) -> None:
 # --- the page -----------------------------------------------------------------------------------
 
 
-def pin_of_committed_tables(out: Path) -> Path:
-    """manifests/expected.yaml when the repository has one, else a pin of every committed table."""
-    committed = REPO / "manifests" / "expected.yaml"
-    if committed.is_file():
-        return committed
-    tables_root = REPO / "results"
-    tables = [
-        tables_root / report.comparison_path(b, p)
-        for b, family in report.reproduced_benchmarks()
-        for p in report.presets(family)
-    ] + [tables_root / t for t in report.PUBLISHED_TABLES]
-    expected.dump(out, tables_root, [t for t in tables if t.is_file()], expected.DEFAULT_TOLERANCE)
-    return out
-
-
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("report")
@@ -70,7 +54,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command = [
         sys.executable, str(REPO / "scripts" / "report.py"),
         "--tables", str(REPO / "results"), "--results", str(REPO / "results" / "runs"),
-        "--expected", str(pin_of_committed_tables(folder / "expected.yaml")), "--out", str(out),
+        "--expected", str(REPO / "manifests" / "expected.yaml"), "--out", str(out),
     ]  # fmt: skip
     built = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
