@@ -288,6 +288,8 @@ def step_report(python: str, args: argparse.Namespace) -> None:
         args.tables,
         "--results",
         args.results,
+        "--expected",
+        args.expected,
     ]
     print(f"\n== results page\n$ {' '.join(command)}", flush=True)
     if subprocess.run(command, cwd=REPO).returncode != 0:
