@@ -31,7 +31,9 @@ def script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
 
 
-def reproduce(root: Path) -> subprocess.CompletedProcess[str]:
+def reproduce(
+    root: Path, skip: tuple[str, ...] = ("cuts", "published", "report")
+) -> subprocess.CompletedProcess[str]:
     return script(
         "reproduce.py",
         f"--data={root / 'data'}",
@@ -43,9 +45,7 @@ def reproduce(root: Path) -> subprocess.CompletedProcess[str]:
         "--benchmarks=mab",
         "--units=10",
         "--skip",
-        "cuts",
-        "published",
-        "report",
+        *skip,
     )
 
 
@@ -90,8 +90,10 @@ def test_reproduce_checks_hashes_and_expected_scores_and_fails_on_a_changed_valu
     assert f"OKish {TABLE} [muster] {column}" in okish.stdout
 
     column, value = edit_expected(expected, 0.1)
-    failed = reproduce(tiny)
+    failed = reproduce(tiny, skip=("cuts", "published"))  # and the page, which shows the FAIL
     assert failed.returncode == 1
     assert f"FAIL  {TABLE} [muster] {column}: expected {value}" in failed.stdout
     assert "FAILED" in failed.stdout
     assert not json.loads((tiny / "runs" / "reproduce.json").read_text())["passed"]
+    page = (tiny / "tables" / "index.html").read_text()
+    assert "status-fail" in page and column in page
