@@ -15,7 +15,9 @@
 4. the reproduction record (results/runs/reproduce.json: step times, host;
    git-ignored) and the results page (results/index.html, ``make report``).
 
-Exit status 1 on any differing hash or FAIL. BEAM-100K at U = 20 is the
+Exit status 1 on any FAIL: a figure off by more than its tolerance, or a manifest
+with more than 1% of its context hashes differing (fewer is OKish: another CPU's float32
+rounding in a near-tie; ``harness.expected.context_verdict``). BEAM-100K at U = 20 is the
 paper's CPU replay setting. A rerun reuses the vector cache and the finished
 runs. The options below serve a subset (a tiny data root in the tests); the
 default is the whole job.
@@ -123,14 +125,18 @@ def check_hashes(pins: Path, benchmark: str, preset: str, run: Path, rules: str)
     }
 
 
-def hashes_ok(entry: dict[str, Any]) -> bool:
-    return "problem" not in entry and entry["identical"] == entry["total"]
+def hash_verdict(entry: dict[str, Any]) -> str:
+    """OK (N of N), OKish (at most 1% differ: another CPU's float32 rounding in a near-tie,
+    harness.expected.context_verdict) or FAIL."""
+    if "problem" in entry:
+        return expected.FAIL
+    return expected.context_verdict(entry["identical"], entry["total"])
 
 
 def print_hashes(entries: list[dict[str, Any]], seconds: dict[str, float]) -> None:
     print("\n== context hashes (MUSTER, exact and native rules)")
     for e in entries:
-        flag = "OK" if hashes_ok(e) else "FAIL"
+        flag = hash_verdict(e)
         replay = (
             "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) in cpu_replay() else ""
         )
@@ -248,7 +254,9 @@ def main() -> None:
         print(f"\n== expected scores: FAIL: {problem}")
     else:
         print_matrix(cells, tables)
-    failed = bool(problem) or expected.failed(cells) or not all(map(hashes_ok, hashes))
+    verdicts = [hash_verdict(e) for e in hashes]
+    failed = bool(problem) or expected.failed(cells) or expected.FAIL in verdicts
+    okish = expected.OKISH in verdicts or any(c.status == expected.OKISH for c in cells)
     record = {
         "started_utc": started_utc,
         "ended_utc": run_record.utc_now(),
@@ -261,7 +269,7 @@ def main() -> None:
         "git": run_record.git_state(REPO),
         "arguments": {k: str(v) for k, v in vars(args).items()},
         "steps": steps.seconds,
-        "hashes": hashes,
+        "hashes": [{**e, "verdict": v} for e, v in zip(hashes, verdicts, strict=True)],
         "expected": {"file": str(args.expected), "problem": problem, **expected.summary(cells)},
         "cpu_replay": list(next(iter(cpu_replay()), ())),  # (benchmark, preset), as the page reads it
         "passed": not failed,
@@ -272,8 +280,9 @@ def main() -> None:
         step_report(python, args)
     total = sum(e["total"] for e in hashes)
     same = sum(e["identical"] for e in hashes)
+    outcome = "FAILED" if failed else "PASSED (OKish)" if okish else "PASSED"
     print(
-        f"\n== {'PASSED' if not failed else 'FAILED'}: {same} of {total} context hashes identical "
+        f"\n== {outcome}: {same} of {total} context hashes identical "
         f"({len(hashes)} manifests); {expected.summary(cells)[expected.FAIL]} FAIL figures; "
         f"total {steps.elapsed():.0f} s; record {Path(args.results) / RECORD}"
     )

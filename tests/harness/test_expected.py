@@ -84,3 +84,11 @@ def test_the_pinned_matrix_holds_every_table_reproduce_writes() -> None:
     assert sorted(pin.tables) == sorted(wanted)
     cells = expected.check(pin, REPO / "results")
     assert cells and {c.status for c in cells} == {OK}  # the committed tables are the pinned ones
+
+
+def test_a_manifest_is_ok_with_every_hash_okish_with_at_most_one_in_a_hundred_else_fail() -> None:
+    assert expected.context_verdict(400, 400) == OK
+    assert expected.context_verdict(396, 400) == OKISH  # 4 of 400: 1%
+    assert expected.context_verdict(395, 400) == FAIL
+    assert expected.context_verdict(5, 6) == FAIL  # one of a tiny manifest's six is 17%
+    assert expected.context_verdict(0, 0) == FAIL  # nothing pinned is not a pass

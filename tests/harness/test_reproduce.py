@@ -83,11 +83,23 @@ def test_reproduce_checks_hashes_and_expected_scores_and_fails_on_a_changed_valu
     assert " 0 FAIL" in passed.stdout and "PASSED" in passed.stdout
     record = json.loads((tiny / "runs" / "reproduce.json").read_text())
     assert record["passed"] and all(e["identical"] == e["total"] > 0 for e in record["hashes"])
+    assert {e["verdict"] for e in record["hashes"]} == {"OK"}
 
     column, _ = edit_expected(expected, 0.001)  # within the default tolerance (0.005)
     okish = reproduce(tiny)
     assert okish.returncode == 0, okish.stdout[-3000:]
     assert f"OKish {TABLE} [muster] {column}" in okish.stdout
+
+    manifest = next((tiny / "pins").rglob("cpu-small.json"))  # the exact rules' hashes
+    saved = manifest.read_text()
+    pins = json.loads(saved)
+    first = next(iter(pins["hashes"]))
+    pins["hashes"][first] = "0" * 64
+    manifest.write_text(json.dumps(pins))
+    changed = reproduce(tiny)
+    assert changed.returncode == 1 and "5 of 6 identical  FAIL" in changed.stdout, changed.stdout[-2000:]
+    assert f"differs: {first}" in changed.stdout
+    manifest.write_text(saved)
 
     column, value = edit_expected(expected, 0.1)
     failed = reproduce(tiny, skip=("cuts", "published"))  # and the page, which shows the FAIL
