@@ -218,23 +218,3 @@ def worst(statuses: Iterable[str]) -> str:
 def summary(cells: Sequence[Cell]) -> dict[str, Any]:
     counts = {s: sum(c.status == s for c in cells) for s in STATUSES}
     return {"figures": len(cells), **counts}
-
-
-def matrix_lines(cells: Sequence[Cell]) -> list[str]:
-    """The matrix as text: per table a line per row with its worst verdict and counts, then every
-    cell that is not OK (expected, got)."""
-    lines: list[str] = []
-    by_table: dict[str, dict[str, list[Cell]]] = {}
-    for cell in cells:
-        by_table.setdefault(cell.table, {}).setdefault(cell.row, []).append(cell)
-    width = max((len(r) for rows in by_table.values() for r in rows), default=4)
-    for table, rows in by_table.items():
-        lines.append(table)
-        for row, row_cells in rows.items():
-            counts = summary(row_cells)
-            shown = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
-            lines.append(f"  {row:<{width}}  {worst(c.status for c in row_cells):<5}  ({shown})")
-    for cell in cells:
-        if cell.status not in (OK, NEW):
-            lines.append(f"  {cell.status:<5} {cell.where}: expected {cell.expected}, got {cell.got}")
-    return lines
