@@ -8,7 +8,9 @@
    three) with the cpu-small profile: the ``contexts`` stage for MUSTER
    (exact and native) and every baseline and ablation (one Hydra multirun
    per benchmark: one build per store and preset, the vectors shared), then
-   the side-by-side ``tables`` per preset;
+   the side-by-side ``tables`` per preset. The first job (MUSTER at U = 10)
+   runs alone and embeds every store; the other 26 then run ``--jobs`` at
+   once (Hydra's joblib launcher), each over the warm vector cache;
 3. every MUSTER per-question context hash (exact and native rules) against
    muster_exact/manifests/contexts/, and every figure of the tables against
    manifests/expected.yaml (OK / OKish / FAIL, pyserini 2CR style);
@@ -188,6 +190,10 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--benchmarks", nargs="+", default=None, help="default: every reproduced benchmark")
     parser.add_argument("--units", nargs="+", type=int, default=list(UNITS))
     parser.add_argument(
+        "--jobs", type=int, default=min(4, os.cpu_count() or 1),
+        help="harness jobs at once after the first (default: the cores, at most 4)",
+    )  # fmt: skip
+    parser.add_argument(
         "--skip", nargs="+", default=[], choices=("cuts", "published", "report"),
         help="leave out a step (for a data root without every store or published output)",
     )  # fmt: skip
@@ -212,7 +218,7 @@ def main() -> None:
         f"paths.tables={args.tables}",
     ]
     started_utc = run_record.utc_now()
-    steps = Steps(2 - len({"cuts", "published"} & set(args.skip)) + len(chosen) * (1 + len(units)))
+    steps = Steps(2 - len({"cuts", "published"} & set(args.skip)) + len(chosen) * (2 + len(units)))
     step = steps.run
     if "cuts" not in args.skip:
         step(
@@ -227,11 +233,18 @@ def main() -> None:
     for benchmark in chosen:
         presets = presets_of(benchmark, units)
         common = [f"benchmark={benchmark}", f"models={MODELS}", *common_paths]
+        # The first job alone embeds every store (the vector cache is then warm, so parallel jobs
+        # never embed the same pieces twice); the other jobs select in --jobs processes at once.
         seconds[benchmark] = step(
-            f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets",
+            f"{benchmark}: the vectors, and {SYSTEMS[0]}'s contexts at {presets[0]}",
+            [python, "-m", "harness", *common, f"preset={presets[0]}", f"system={SYSTEMS[0]}"],
+        )
+        seconds[benchmark] += step(
+            f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets, {args.jobs} at once",
             [
                 python, "-m", "harness", "-m", *common,
                 "preset=" + ",".join(presets), "system=" + ",".join(SYSTEMS),
+                *(["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"] if args.jobs > 1 else []),
             ],
         )  # fmt: skip
         for preset in presets:
