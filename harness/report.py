@@ -59,7 +59,7 @@ def comparison_path(benchmark: str, preset: str) -> str:
 
 
 def presets(family: str) -> list[str]:
-    return [f"{family}.u{u}" for u in UNITS]
+    return reproduction.family_presets(family)
 
 
 # --- small HTML pieces --------------------------------------------------------------------------

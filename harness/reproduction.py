@@ -23,8 +23,13 @@ def reproduced() -> list[str]:
     return [name for name in benchmarks.REGISTRY.names() if benchmarks.load(name).reproduced]
 
 
+def family_presets(family: str, units: tuple[int, ...] = UNITS) -> list[str]:
+    """A preset family's presets at ``units``: ``<family>.u10`` ..."""
+    return [f"{family}.u{u}" for u in units]
+
+
 def presets_of(benchmark: str, units: tuple[int, ...] = UNITS) -> list[str]:
-    return [f"{benchmarks.load(benchmark).preset_family}.u{u}" for u in units]
+    return family_presets(benchmarks.load(benchmark).preset_family, units)
 
 
 def comparison_table(benchmark: str, preset: str) -> str:

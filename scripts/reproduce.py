@@ -137,11 +137,10 @@ def hash_verdict(entry: dict[str, Any]) -> str:
 
 def print_hashes(entries: list[dict[str, Any]], seconds: dict[str, float]) -> None:
     print("\n== context hashes (MUSTER, exact and native rules)")
+    replays = cpu_replay()
     for e in entries:
         flag = hash_verdict(e)
-        replay = (
-            "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) in cpu_replay() else ""
-        )
+        replay = "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) in replays else ""
         print(
             f"{e['benchmark']:<15} {e['preset'] + ' ' + e['rules']:<18} {e['identical']} of {e['total']} "
             f"identical  {flag}  (benchmark's contexts: {seconds[e['benchmark']]:.0f} s){replay}"
