@@ -188,12 +188,13 @@ def check(expected: Expected, tables_root: Path, only: Iterable[str] | None = No
     return cells
 
 
-# Context hashes: equal bytes where the float32 arithmetic is equal. Another CPU, or another
-# process (MKL/oneDNN without CNR mode), can round a vector one unit in the last place the other
-# way, and where two candidates tie to within that (pooled piece scores do), their order and so one
-# context changes; measured: 1 and 2 of 27,408 contexts in two fresh-clone runs on an AMD EPYC,
-# every figure still equal. So a manifest with at most this share of its contexts differing is
-# OKish; beyond it, or with none pinned, FAIL.
+# Context hashes: the vectors and dense scores are computed in float64 and rounded to float32
+# (muster_exact.models, channels/dense.py), so a context is the same bytes on any CPU, in any
+# process, whatever was embedded with it. The margin is for a float64 value that lands on a float32
+# rounding edge (about one in 10^8), which can move one near-tie and so one context: a manifest
+# with at most this share of its contexts differing is OKish; beyond it, or with none pinned, FAIL.
+# Before that rule (float32 throughout) two fresh-clone runs on an AMD EPYC matched 27,406 and
+# 27,407 of 27,408.
 HASH_SHARE_OKISH = 0.01
 
 
@@ -204,6 +205,14 @@ def context_verdict(identical: int, total: int) -> str:
     if identical == total:
         return OK
     return OKISH if (total - identical) <= HASH_SHARE_OKISH * total else FAIL
+
+
+def hash_verdict(entry: dict[str, Any]) -> str:
+    """A hash check's verdict (an entry of the reproduction record): FAIL with a problem (nothing
+    pinned, no run), else by :func:`context_verdict`."""
+    if "problem" in entry:
+        return FAIL
+    return context_verdict(int(entry.get("identical", -1)), int(entry.get("total", 0)))
 
 
 def failed(cells: Iterable[Cell]) -> bool:

@@ -284,10 +284,6 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _hash_ok(entry: dict[str, Any]) -> bool:
-    return "problem" not in entry and entry.get("identical") == entry.get("total")
-
-
 def _record_summary(record: dict[str, Any]) -> str:
     host = (_objects([record.get("host")]) or [{}])[0]
     git = (_objects([record.get("git")]) or [{}])[0]
@@ -308,7 +304,7 @@ def _record_summary(record: dict[str, Any]) -> str:
 def _hash_rows(record: dict[str, Any], replay: tuple[str, ...]) -> str:
     rows = []
     for entry in _objects(record.get("hashes")):
-        ok = _hash_ok(entry)
+        verdict = expected.hash_verdict(entry)
         problems = (
             [entry["problem"]] if "problem" in entry else [f"differs: {q}" for q in entry.get("differs", [])]
         )
@@ -319,7 +315,7 @@ def _hash_rows(record: dict[str, Any], replay: tuple[str, ...]) -> str:
             escape(str(entry.get("preset", "?"))) + badge,
             escape(str(entry.get("rules", "?"))),
             escape(f"{entry.get('identical', '?')} of {entry.get('total', '?')}"),
-            f'<span class="status status-{"ok" if ok else "fail"}">{"OK" if ok else "FAIL"}</span>',
+            f'<span class="status status-{STATUS_CLASS[verdict]}">{verdict}</span>',
             escape("; ".join(problems)),
         ]
         row_class = ' class="replay"' if is_replay else ""

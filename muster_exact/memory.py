@@ -113,7 +113,7 @@ class Memory:
         self.timings["load_models"] = time.perf_counter() - started
         started = time.perf_counter()
         self._vectors, self.embedded = _vectors(
-            self.pieces.texts, models.embedder.key, self._embedder.embed, cache, memo
+            self.pieces.texts, self._embedder.model_id, self._embedder.embed, cache, memo
         )
         self.timings["embed"] = time.perf_counter() - started
         self._dense = DenseChannel(self._vectors, self._embedder, self.pieces.start, self.rules.pooling)
@@ -183,7 +183,7 @@ class Memory:
         import numpy as np
 
         new_vectors, embedded = _vectors(
-            tail.texts, self.models.embedder.key, self._embedder.embed, self._cache, memo
+            tail.texts, self._embedder.model_id, self._embedder.embed, self._cache, memo
         )
         kept_vectors = self._vectors[:kept_pieces]
         vectors = np.vstack([kept_vectors, new_vectors]) if len(new_vectors) else kept_vectors

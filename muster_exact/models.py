@@ -55,6 +55,9 @@ INSTALL_ONNX = "pip install 'muster-memory[onnx]'"
 QUANTISATION = "avx2"
 INT8_SUFFIX = f"int8_{QUANTISATION}"
 EMBED_BATCH = 32
+# Tokens per forward pass of the exact torch path: texts of one token count are batched together,
+# as many as fit (SentenceTransformerEmbedder).
+EMBED_TOKENS = 4096
 RERANK_BATCH = 32
 
 
@@ -66,8 +69,10 @@ class ModelRef:
 
     @property
     def key(self) -> str:
-        """What vectors are cached under: the model, and its runtime where that is not torch (an
-        ONNX run's vectors differ from torch's in the last bits, so they never mix)."""
+        """The model a store records as its embedder: the model, and its runtime where that is not
+        torch (an ONNX run's vectors differ from torch's in the last bits, so they never mix).
+        Vectors are cached under the loaded embedder's ``model_id``, which adds how they were
+        computed (:class:`SentenceTransformerEmbedder`)."""
         return self.id if self.backend not in ONNX_BACKENDS else f"{self.id}#{self.backend}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -357,18 +362,37 @@ def _unsorted(vectors: np.ndarray, order: list[int]) -> np.ndarray:
 
 
 class SentenceTransformerEmbedder:
+    """A sentence-transformers embedder. Under torch a text's vector is the same bits whatever it
+    is embedded with and on whichever CPU: each forward pass holds texts of one token count (no
+    padding) and runs in float64, and the vector is rounded to float32 at the end.
+
+    Why: a float32 run's last bits follow the batch it is in (the padding changes the kernels'
+    blocking), the thread split and the SIMD width, and one ulp is enough to swap two near-tied
+    units, so a context would depend on the cache's history and on the CPU (docs/decisions.md,
+    "Vectors that do not depend on the batch or the CPU"). float64 differences sit ~1e-16 below
+    the float32 rounding, so the rounded vectors agree. An ONNX run keeps float32 and is cached
+    apart (``ModelRef.key``)."""
+
+    # Set apart the vectors cached by the float32 runs before this rule: they differ in the last bits.
+    NUMERICS = "f64"
+
     def __init__(self, ref: ModelRef) -> None:
         st = require("sentence_transformers")
-        self.model_id = ref.key
-        if ref.backend in ONNX_BACKENDS:
+        self._exact = ref.backend not in ONNX_BACKENDS
+        if not self._exact:
             directory, file_name = onnx_model(ref)
+            self.model_id = ref.key
             self._model = st.SentenceTransformer(
                 str(directory), device="cpu", backend="onnx", model_kwargs={"file_name": file_name}
             )
         else:
+            self.model_id = f"{ref.key}#{self.NUMERICS}"
             self._model = st.SentenceTransformer(str(resolve(ref)), device="cpu")
+            self._model.to(require("torch").float64)
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        if self._exact:
+            return self._embed_exact(texts)
         np = require("numpy")
         order = _length_sorted(texts)  # similar lengths per batch: less padding
         vectors = self._model.encode(
@@ -379,6 +403,51 @@ class SentenceTransformerEmbedder:
             show_progress_bar=progress.enabled(),
         ).astype(np.float32)
         return _unsorted(vectors, order)
+
+    def _embed_exact(self, texts: list[str]) -> np.ndarray:
+        np_ = require("numpy")
+        torch = require("torch")
+        out: np.ndarray = np_.empty((len(texts), _dimension(self._model)), dtype=np_.float32)
+        groups = self._by_token_count(texts)
+        bar = _bar(len(texts))
+        for count, members in sorted(groups.items()):
+            rows = self._model.encode(
+                [texts[i] for i in members],
+                batch_size=max(1, EMBED_TOKENS // count),
+                normalize_embeddings=True,
+                convert_to_tensor=True,
+                show_progress_bar=False,
+            )
+            out[members] = rows.to(torch.float32).numpy()
+            bar.update(len(members))
+        bar.close()
+        return out
+
+    def _by_token_count(self, texts: list[str]) -> dict[int, list[int]]:
+        """Text positions by the number of tokens the model reads of each (after truncation)."""
+        groups: dict[int, list[int]] = {}
+        for start in range(0, len(texts), 1024):
+            mask = _tokenized(self._model, texts[start : start + 1024])["attention_mask"]
+            for offset, count in enumerate(mask.sum(dim=1).tolist()):
+                groups.setdefault(int(count), []).append(start + offset)
+        return groups
+
+
+def _tokenized(model: Any, texts: list[str]) -> Any:
+    """The model's own tokenization, as ``encode`` does it (``preprocess`` from 5.x, else
+    ``tokenize``)."""
+    return (getattr(model, "preprocess", None) or model.tokenize)(texts)
+
+
+def _dimension(model: Any) -> int:
+    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(get() or 0)
+
+
+def _bar(total: int) -> Any:
+    """A progress bar over texts embedded, drawn where progress is shown (else a silent one)."""
+    tqdm = require("tqdm").tqdm
+    return tqdm(total=total, unit="text", disable=not progress.enabled() or total < 2)
 
 
 class BGEM3Embedder:

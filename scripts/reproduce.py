@@ -127,19 +127,11 @@ def check_hashes(pins: Path, benchmark: str, preset: str, run: Path, rules: str)
     }
 
 
-def hash_verdict(entry: dict[str, Any]) -> str:
-    """OK (N of N), OKish (at most 1% differ: another CPU's float32 rounding in a near-tie,
-    harness.expected.context_verdict) or FAIL."""
-    if "problem" in entry:
-        return expected.FAIL
-    return expected.context_verdict(entry["identical"], entry["total"])
-
-
 def print_hashes(entries: list[dict[str, Any]], seconds: dict[str, float]) -> None:
     print("\n== context hashes (MUSTER, exact and native rules)")
     replays = cpu_replay()
     for e in entries:
-        flag = hash_verdict(e)
+        flag = expected.hash_verdict(e)
         replay = "  <- the paper's CPU replay setting" if (e["benchmark"], e["preset"]) in replays else ""
         print(
             f"{e['benchmark']:<15} {e['preset'] + ' ' + e['rules']:<18} {e['identical']} of {e['total']} "
@@ -266,7 +258,7 @@ def main() -> None:
         print(f"\n== expected scores: FAIL: {problem}")
     else:
         print_matrix(cells, tables)
-    verdicts = [hash_verdict(e) for e in hashes]
+    verdicts = [expected.hash_verdict(e) for e in hashes]
     failed = bool(problem) or expected.failed(cells) or expected.FAIL in verdicts
     okish = expected.OKISH in verdicts or any(c.status == expected.OKISH for c in cells)
     record = {

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 Pooling = Literal["max", "mean"]
 POOLINGS: tuple[Pooling, ...] = ("max", "mean")
+SCORE_ROWS = 65536  # piece vectors scored per float64 block: bounded memory on a large store
 
 # Query vectors by (embedder, query), shared by every dense channel of the process: the same
 # question asked of another build of the same store (another preset, the native rules) or of
@@ -62,16 +63,27 @@ class DenseChannel:
         return _QUERY_VECTORS.get((self._embedder.model_id, query), lambda: self._embedder.embed([query])[0])
 
     def scores(self, query: str) -> np.ndarray:
-        """Every unit's pooled score for ``query``."""
+        """Every unit's pooled score for ``query``: computed in float64, rounded to float32.
+
+        Why: a float32 dot product's last bit follows the BLAS kernel (the SIMD width, where a
+        row falls in the blocking), so two copies of one text could score an ulp apart on one CPU
+        and tie on another. The float64 sums agree to ~1e-16, far below the float32 rounding, so
+        the rounded scores agree, and equal scores go to the earlier unit (``top_k``)."""
         import numpy as np
 
-        piece_scores: np.ndarray = self._vectors @ self.query_vector(query)
+        query_vector = self.query_vector(query).astype(np.float64)
+        piece_scores = np.empty(len(self._vectors), dtype=np.float64)
+        for start in range(0, len(self._vectors), SCORE_ROWS):  # float64 copies a block at a time
+            block = self._vectors[start : start + SCORE_ROWS].astype(np.float64)
+            piece_scores[start : start + SCORE_ROWS] = block @ query_vector
         if self._one_per_unit:
-            return piece_scores
-        if self.pooling == "mean":
-            pooled: np.ndarray = np.add.reduceat(piece_scores, self._start) / self._counts
-            return pooled
-        return np.maximum.reduceat(piece_scores, self._start)
+            pooled = piece_scores
+        elif self.pooling == "mean":
+            pooled = np.add.reduceat(piece_scores, self._start) / self._counts
+        else:
+            pooled = np.maximum.reduceat(piece_scores, self._start)
+        rounded: np.ndarray = pooled.astype(np.float32)
+        return rounded
 
     def propose(self, query: str, k: int) -> Proposals:
         return self._proposed.get((query, k), lambda: self._propose(query, k))

@@ -85,3 +85,27 @@ def test_fresh_embeddings_are_bit_identical_across_processes(data: Path) -> None
     processes = [_start(["-c", EMBED_SCRIPT, str(data)], seed) for seed in ("0", "random")]
     digests = {_output(process) for process in processes}
     assert len(digests) == 1
+
+
+def test_a_texts_vector_does_not_depend_on_what_it_is_embedded_with(data: Path) -> None:
+    """float32 kernels round after the padding and the thread split; the exact path does not."""
+    import numpy as np
+    import torch
+
+    from muster_exact.models import CPU, load_embedder
+
+    conversation = json.loads((data / "locomo" / "locomo10.json").read_text())[0]["conversation"]
+    sessions = [turns for turns in conversation.values() if isinstance(turns, list)]
+    texts = [turn["text"] for turns in sessions for turn in turns][:160]
+    assert len({len(t) for t in texts}) > 50  # many lengths: batches that would pad differently
+    embedder = load_embedder(CPU.embedder)
+    whole = embedder.embed(texts)
+    assert np.array_equal(embedder.embed(texts[::-1])[::-1], whole)
+    assert np.array_equal(embedder.embed(texts[::3]), whole[::3])
+    assert np.array_equal(np.vstack([embedder.embed([t]) for t in texts[:12]]), whole[:12])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert np.array_equal(embedder.embed(texts[1::2]), whole[1::2])
+    finally:
+        torch.set_num_threads(threads)

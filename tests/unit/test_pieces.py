@@ -114,3 +114,24 @@ def test_dense_pooling_max_and_mean_over_pieces() -> None:
     mean = top.pooled("mean")
     np.testing.assert_allclose(mean.scores("q"), [0.5, 0.5, 0.2], rtol=1e-6)
     assert mean.propose("q", 3).units == (0, 1, 2)  # a tie breaks by position
+
+
+def test_dense_scores_are_float64_sums_rounded_to_float32() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((300, 384)).astype(np.float32)
+    vectors[150] = vectors[40]  # one text stored twice: the copies tie, and the earlier leads
+    query = rng.standard_normal(384).astype(np.float32)
+
+    class Fixed:
+        model_id = "fixed-384"  # query vectors are shared per process by (model, query)
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return query[None, :]
+
+    channel = DenseChannel(vectors, Fixed())
+    scores = channel.scores("q")
+    expected = (vectors.astype(np.float64) @ query.astype(np.float64)).astype(np.float32)
+    assert scores.dtype == np.float32 and np.array_equal(scores, expected)
+    assert scores[40] == scores[150]
+    ranked = channel.propose("q", 300).units
+    assert ranked.index(40) == ranked.index(150) - 1
