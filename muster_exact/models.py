@@ -408,19 +408,17 @@ class SentenceTransformerEmbedder:
         np_ = require("numpy")
         torch = require("torch")
         out: np.ndarray = np_.empty((len(texts), _dimension(self._model)), dtype=np_.float32)
-        groups = self._by_token_count(texts)
-        bar = _bar(len(texts))
-        for count, members in sorted(groups.items()):
-            rows = self._model.encode(
-                [texts[i] for i in members],
-                batch_size=max(1, EMBED_TOKENS // count),
-                normalize_embeddings=True,
-                convert_to_tensor=True,
-                show_progress_bar=False,
-            )
-            out[members] = rows.to(torch.float32).numpy()
-            bar.update(len(members))
-        bar.close()
+        with _bar(len(texts)) as bar:
+            for count, members in sorted(self._by_token_count(texts).items()):
+                rows = self._model.encode(
+                    [texts[i] for i in members],
+                    batch_size=max(1, EMBED_TOKENS // count),
+                    normalize_embeddings=True,
+                    convert_to_tensor=True,
+                    show_progress_bar=False,
+                )
+                out[members] = rows.to(torch.float32).numpy()
+                bar.update(len(members))
         return out
 
     def _by_token_count(self, texts: list[str]) -> dict[int, list[int]]:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 Pooling = Literal["max", "mean"]
 POOLINGS: tuple[Pooling, ...] = ("max", "mean")
-SCORE_ROWS = 65536  # piece vectors scored per float64 block: bounded memory on a large store
+# Piece vectors scored per float64 block: a copy that stays in the CPU's cache. Measured on 30,000
+# pieces: 4 ms a query in blocks of 256 rows, 19 ms in one block (float32 alone: 0.9 ms).
+SCORE_ROWS = 256
 
 # Query vectors by (embedder, query), shared by every dense channel of the process: the same
 # question asked of another build of the same store (another preset, the native rules) or of
@@ -73,7 +75,7 @@ class DenseChannel:
 
         query_vector = self.query_vector(query).astype(np.float64)
         piece_scores = np.empty(len(self._vectors), dtype=np.float64)
-        for start in range(0, len(self._vectors), SCORE_ROWS):  # float64 copies a block at a time
+        for start in range(0, len(self._vectors), SCORE_ROWS):
             block = self._vectors[start : start + SCORE_ROWS].astype(np.float64)
             piece_scores[start : start + SCORE_ROWS] = block @ query_vector
         if self._one_per_unit:
