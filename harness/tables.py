@@ -20,6 +20,8 @@ import pandas as pd
 from harness import benchmarks, runs
 from harness.benchmark import Benchmark
 from harness.judging import question_metrics
+from harness.systems import NATIVE, SYSTEMS
+from muster_exact.variants import BUDGETED
 
 METRICS = ("evidence_recall", "evidence_hit", "answer_in_context")
 BOOTSTRAP = 1000
@@ -100,8 +102,10 @@ def timings(directory: Path) -> tuple[float, float]:
 
 
 def comparison(directories: dict[str, Path]) -> pd.DataFrame:
-    """Every system's overall figures side by side (deterministic: from the contexts alone)."""
+    """Every system's overall figures side by side (deterministic: from the contexts alone), and
+    on each MUSTER row its lead over the best baseline (:func:`paired_lead`)."""
     rows = []
+    frames = {system: load_contexts(directory) for system, directory in directories.items()}
     for system, directory in directories.items():
         summary = write_run_tables(directory)
         overall = summary[summary["category"] == "all"].iloc[0].to_dict()
@@ -112,10 +116,49 @@ def comparison(directories: dict[str, Path]) -> pd.DataFrame:
                 "tokens_mean": overall["tokens_mean"],
                 **{k: overall[k] for k in METRICS},
                 **{f"{k}_ci": overall[f"{k}_ci"] for k in METRICS},
+                **paired_lead(system, frames),
             }
         )
     frame = pd.DataFrame(rows)
     return frame.dropna(axis=1, how="all")
+
+
+LEAD_COLUMNS = ("best_baseline", "minus_best", "minus_best_ci")
+MUSTER_ROWS = (SYSTEMS[0], NATIVE)  # exact and native MUSTER
+
+
+def headline_metric(frame: pd.DataFrame) -> str | None:
+    """The metric a benchmark is compared on: evidence recall where questions have evidence ids,
+    else answer in context."""
+    for metric in ("evidence_recall", "answer_in_context"):
+        if metric in frame and frame[metric].notna().any():
+            return metric
+    return None
+
+
+def paired_lead(system: str, frames: dict[str, pd.DataFrame]) -> dict[str, object]:
+    """For a MUSTER row: the best budgeted baseline on the headline metric, this row minus it, and
+    the 95% paired bootstrap interval of that difference (the questions resampled together, so
+    the interval is of the difference itself, not of two overlapping means). Other rows: none."""
+    empty: dict[str, object] = dict.fromkeys(LEAD_COLUMNS)
+    baselines = [s for s in BUDGETED if s in frames]
+    if system not in MUSTER_ROWS or not baselines:
+        return empty
+    metric = headline_metric(frames[system])
+    if metric is None:
+        return empty
+    scored = {
+        s: frames[s].set_index(["store", "qid"])[metric].dropna().astype(float) for s in (system, *baselines)
+    }
+    best = max(baselines, key=lambda s: (scored[s].mean(), -baselines.index(s)))
+    both = pd.concat([scored[system], scored[best]], axis=1, join="inner")
+    difference = (both.iloc[:, 0] - both.iloc[:, 1]).tolist()
+    low, high = bootstrap_ci(difference)
+    return {
+        "best_baseline": best,
+        "minus_best": round(float(np.mean(difference)), 4),
+        "minus_best_ci": f"[{low:.4f}, {high:.4f}]",
+    }
 
 
 def timing_comparison(directories: dict[str, Path]) -> pd.DataFrame:

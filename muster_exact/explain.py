@@ -69,7 +69,8 @@ def _retrieval_lines(plan: Plan) -> list[str]:
     return [
         f"retrieval: {embedder}; order by {describe(r.rerank)}",
         f"  rules: pieces {r.pieces} (pooled by {r.pooling}), BM25 analyser {r.lexical}, "
-        f"floors {r.floors} (in {r.floor_order} order), graph floor {r.graph_floor}",
+        f"floors {r.floors} (in {r.floor_order} order), graph floor {r.graph_floor}, "
+        f"graph votes {r.graph_votes}",
     ]
 
 

@@ -257,9 +257,17 @@ class Memory:
         out, timings = [], {}
         for name, channel in self.channels().items():
             started = time.perf_counter()
-            out.append(channel.propose(query, k))
+            out.append(channel.propose(query, k) if self.votes(name) else Proposals(name, (), ()))
             timings[name] = time.perf_counter() - started
         return out, timings
+
+    def votes(self, channel: str) -> bool:
+        """Whether ``channel`` proposes on this store: the graph only where the ``graph_votes``
+        rule says (``slots``: where parents are slots, numbered logs; on group parents, positional
+        windows of the stored order, it proposes nothing and its floor goes to the fill)."""
+        if channel != "graph" or self.rules.graph_votes == "always":
+            return True
+        return self.plan.parent_rule == "slot"
 
     def rank(self, query: str, proposals: list[Proposals]) -> Ranking:
         if self._reranker is None:
@@ -334,13 +342,16 @@ class Memory:
 
     def floors(self, query: str, units_read: int) -> dict[str, int]:
         """Each channel's floor for this query, by name: the plan's floors scaled to U, the
-        graph's released to the fill when the ``graph_floor`` rule says so: ``slots`` reserves it
+        graph's released to the fill where it does not vote (:meth:`votes`), or when the
+        ``graph_floor`` rule says so: ``slots`` reserves it
         only where parents are slots (numbered logs), ``selective`` only when the query's rarest
         entity lies in at most as many parents as the floor has units, ``off`` never."""
         floors = scaled_floors(self.plan.floors, units_read)
         if self.rules.floors == "none":
             return dict.fromkeys(floors, 0)
         rule, graph = self.rules.graph_floor, floors["graph"]
+        if not self.votes("graph"):
+            return {**floors, "graph": 0}
         if rule == "always" or graph == 0:
             return floors
         if rule == "slots":

@@ -62,7 +62,7 @@ def pieces_of(cut: Cut, window: WindowLike | None, rule: PieceRule = "records") 
     # A unit too long for the window: its record spans (one record: the unit whole), then each
     # span that is still too long cut into windows.
     spans = {
-        u.id: _record_spans(cut, u, text)
+        u.id: record_spans(cut, u, text)
         for u, text, fit in zip(cut.units, whole, fits, strict=True)
         if not fit
     }
@@ -89,7 +89,7 @@ def pieces_of(cut: Cut, window: WindowLike | None, rule: PieceRule = "records") 
     return Pieces(tuple(texts), tuple(owner), tuple(start))
 
 
-def _record_spans(cut: Cut, unit: Unit, text: str) -> list[str]:
+def record_spans(cut: Cut, unit: Unit, text: str) -> list[str]:
     """The text of each record a unit holds (one record: the unit's retrieval text)."""
     if len(unit.records) <= 1:
         return [text]

@@ -73,6 +73,7 @@ class Retrieval:
     floors: str = "reserved"
     floor_order: str = "fused"
     graph_floor: str = "always"
+    graph_votes: str = "always"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "floors": ("reserved", "none"),
     "floor_order": ("fused", "own"),
     "graph_floor": ("always", "slots", "selective", "off"),
+    "graph_votes": ("always", "slots"),
 }
 
 
@@ -45,6 +46,7 @@ class Rules:
     floors: str = "reserved"  # the plan's floors, or none (every slot by the candidate order)
     floor_order: str = "fused"  # floors taken in the fused order, or in each channel's own
     graph_floor: str = "always"  # when the graph channel's floor is reserved
+    graph_votes: str = "always"  # where the graph channel proposes at all (slots: numbered logs only)
 
     def __post_init__(self) -> None:
         for name, allowed in CHOICES.items():
@@ -69,8 +71,9 @@ class Rules:
 # The paper's method on a CPU embedder: pieces so the embedder reads whole units, nothing else.
 EXACT = Rules()
 # What native mode adds (docs/decisions.md): the standard analyser, floors in each channel's own
-# order, and the graph's floor reserved only where parents are slots (numbered logs).
-NATIVE = Rules(lexical="standard", floor_order="own", graph_floor="slots")
+# order, and the graph channel (its floor and its proposals) only where parents are slots
+# (numbered logs); on group parents, positional windows, it proposes nothing.
+NATIVE = Rules(lexical="standard", floor_order="own", graph_floor="slots", graph_votes="slots")
 
 
 def for_mode(mode: str) -> Rules:

@@ -192,7 +192,9 @@ def test_graph_floor_rules(cache) -> None:
     # Native `slots`: the graph keeps its floor where parents are slots, not on group parents.
     assert facts.floors("What is the capital of Country3?", 10) == {"dense": 2, "bm25": 0, "graph": 8}
     assert chat.floors("Where does Caroline live?", 10) == {"dense": 4, "bm25": 3, "graph": 0}
-    assert chat.with_rules(graph_floor="always").floors("Where does Caroline live?", 10) == {
+    assert chat.with_rules(graph_floor="always", graph_votes="always").floors(
+        "Where does Caroline live?", 10
+    ) == {
         "dense": 4,
         "bm25": 3,
         "graph": 3,
@@ -225,6 +227,29 @@ def test_graph_floor_rules(cache) -> None:
         "graph": 8,
     }  # Town4: one parent
     assert selective.floors("what about it?", 10) == {"dense": 2, "bm25": 0, "graph": 0}  # no known entity
+
+
+def test_the_graph_votes_only_where_parents_are_slots_under_native_rules(cache) -> None:
+    lines = [f"The capital of Country{i % 7} is City{i}." for i in range(1, 60)]
+    facts = build(
+        "\n".join(f"{i}. {line}" for i, line in enumerate(lines, start=1)), models="cpu-small", cache=cache
+    )
+    chat = build(CHAT * 4, models="cpu-small", cache=cache, units=4)
+    query = "Where does Caroline live?"
+    assert chat.rules.graph_votes == "slots" and chat.plan.retrieval.graph_votes == "slots"
+    assert not chat.votes("graph") and chat.votes("dense") and chat.votes("bm25")
+    # Group parents: the graph proposes nothing, so its floor goes to the fill (even "always").
+    proposals, _ = chat.proposals(query, 4)
+    assert [(p.channel, p.units) for p in proposals if p.channel == "graph"] == [("graph", ())]
+    assert chat.with_rules(graph_floor="always").floors(query, 10)["graph"] == 0
+    assert chat.with_rules(graph_votes="always").votes("graph")
+    # The context is the library's steps over the dense and BM25 proposals alone.
+    done = chat.retrieve(query, 4)
+    assert {s for p in done.context.provenance for s in p.channels} <= {"dense", "bm25"}
+    # Slot parents (a numbered log): the graph votes and keeps its floor, as before.
+    assert facts.votes("graph") and facts.floors("What is the capital of Country3?", 10)["graph"] == 8
+    assert "graph votes slots" in explain(chat.plan)
+    assert rules.EXACT.graph_votes == "always"
 
 
 def test_channels_by_name_and_the_ablations_composed_of_public_steps(cache) -> None:
