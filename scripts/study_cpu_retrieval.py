@@ -1,13 +1,21 @@
-"""The CPU retrieval study (issue 11): every rule variant on every benchmark at U = 10, 20, 40.
+"""The CPU retrieval study: every rule variant on every benchmark at U = 10, 20, 40 (issues 11, 28).
 
-Each variant is MUSTER under one set of retrieval rules (``muster_exact.rules``)
-or a baseline under one analyser / piece rule, scored as ``make reproduce``
-scores it (evidence recall on LoCoMo, LoCoMo-Refined and BEAM;
-answer-in-context on FactConsolidation) with a 95% bootstrap interval.
-Baselines read at the larger of the exact and native MUSTER contexts' tokens
-for the same question, as in the harness. Variants that did not help are
-reported too: nothing here is chosen by looking at this table (the rules
-are chosen in docs/decisions.md by the principle stated there).
+Each variant is MUSTER under one set of retrieval rules (``muster_exact.rules``), MUSTER with a
+lexical variant that was measured and not adopted (``scripts/study_lexical.py``), or a baseline,
+scored as ``make reproduce`` scores it (evidence recall on LoCoMo, LoCoMo-Refined and BEAM;
+answer-in-context on FactConsolidation) with a 95% bootstrap interval. Baselines read at the
+larger of the exact MUSTER context's tokens and the native one's for the same question (for a
+native variant: that variant's), as in the harness.
+
+The development set is wider than the shipped benchmarks (issue 28): BEAM-1M, a subset fixed
+before anything was measured on it: of the BEAM-1M chats with a chat file here (3, 4, 6, 7, 8,
+9, 10, 31, 32), every other one in number order from the first: 3, 6, 8, 10, 32 (about 4.5M
+tokens, 100 questions). A variant is adopted only if it helps there as well as on the
+benchmarks, and costs no benchmark more than half a point.
+
+Per benchmark and U, a paired comparison of ``muster_native`` with each baseline: the share of
+questions where native is better, worse and equal, and a paired bootstrap interval of the
+difference (questions resampled together). At U = 10, native and BM25 per question category.
 
     python scripts/study_cpu_retrieval.py --data ../shared/data --out results/study/cpu_retrieval.md
 """
@@ -15,15 +23,21 @@ are chosen in docs/decisions.md by the principle stated there).
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import os
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from study_lexical import with_lexical  # noqa: E402
 
 from harness import benchmarks  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
@@ -31,45 +45,93 @@ from harness.data import DataRoot  # noqa: E402
 from harness.metrics import question_scores  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
 from muster_exact import rules, variants  # noqa: E402
+from muster_exact.assemble import Context  # noqa: E402
+from muster_exact.channels import pool_size  # noqa: E402
 from muster_exact.memory import Memory, build  # noqa: E402
+from muster_exact.rerank import fuse  # noqa: E402
 
-PRESETS = {"locomo": "locomo", "locomo_refined": "locomo", "mab": "mab", "beam": "beam"}
-CONFIGS = {
-    "locomo": BenchmarkConfig(name="locomo"),
-    "locomo_refined": BenchmarkConfig(name="locomo_refined"),
-    "mab": BenchmarkConfig(name="mab", splits=["Conflict_Resolution"]),
-    "beam": BenchmarkConfig(name="beam", scales=["100K"]),
+BEAM_1M_SUBSET = ("3", "6", "8", "10", "32")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    config: BenchmarkConfig
+    preset: str  # the family's U = 10 preset: budgets and models; U is set per run
+    metric: str = "evidence_recall"
+    chats: tuple[str, ...] | None = None  # BEAM conversations kept (by number), None: all
+
+
+BENCHMARKS = {
+    "locomo": Benchmark(BenchmarkConfig(name="locomo"), "locomo.u10"),
+    "locomo_refined": Benchmark(BenchmarkConfig(name="locomo_refined"), "locomo.u10"),
+    "mab": Benchmark(
+        BenchmarkConfig(name="mab", splits=["Conflict_Resolution"]), "mab.u10", "answer_in_context"
+    ),
+    "beam": Benchmark(BenchmarkConfig(name="beam", scales=["100K"]), "beam.u10"),
+    "beam_1m": Benchmark(BenchmarkConfig(name="beam", scales=["1M"]), "beam.u10", chats=BEAM_1M_SUBSET),
 }
-METRIC = {"mab": "answer_in_context"}
 
 E, N = rules.EXACT, rules.NATIVE
-# (row name, memory kind, rules). Kinds: "muster", or a baseline name.
-VARIANTS: list[tuple[str, str, rules.Rules]] = [
-    ("muster exact, whole units (before issue 11)", "muster", E.replace(pieces="unit")),
-    ("muster (exact: pieces)", "muster", E),
-    ("muster_native", "muster", N),
-    ("native, words analyser", "muster", N.replace(lexical="words")),
-    ("native, whole units", "muster", N.replace(pieces="unit")),
-    ("native, mean pooling", "muster", N.replace(pooling="mean")),
-    ("native, minmax fusion", "muster", N.replace(fusion="minmax")),
-    ("native, zscore fusion", "muster", N.replace(fusion="zscore")),
-    ("native, floors in fused order", "muster", N.replace(floor_order="fused")),
-    ("native, graph floor always", "muster", N.replace(graph_floor="always")),
-    ("native, graph floor selective", "muster", N.replace(graph_floor="selective")),
-    ("native, graph floor off", "muster", N.replace(graph_floor="off")),
-    ("native, no floors", "muster", N.replace(floors="none")),
-    ("bm25 (standard analyser)", "bm25", N),
-    ("bm25 (words analyser)", "bm25", E),
-    ("dense (pieces, max)", "dense", N),
-    ("dense (whole units)", "dense", N.replace(pieces="unit")),
+NATIVE_ROW = "muster_native"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A row: ``kind`` "muster" or a baseline name; ``lexical``: a BM25 variant of
+    ``scripts/study_lexical.py`` replacing the channel; ``voter``: one added to the fused order only."""
+
+    name: str
+    kind: str
+    rules: rules.Rules
+    lexical: str | None = None
+    voter: str | None = None
+
+    @property
+    def memory_key(self) -> tuple[str, rules.Rules, str | None]:
+        return (self.rules.pieces, self.rules, self.lexical)
+
+
+G_ALWAYS = N.replace(graph_votes="always")
+VARIANTS: list[Variant] = [
+    Variant("muster exact, whole units (before issue 11)", "muster", E.replace(pieces="unit")),
+    Variant("muster (exact: pieces)", "muster", E),
+    Variant(NATIVE_ROW, "muster", N),
+    # Issue 28: the graph's votes, the lexical channel at the record level, feedback.
+    Variant("native, graph votes always (before issue 28)", "muster", G_ALWAYS),
+    Variant("native, BM25 per record (MaxP)", "muster", N, lexical="records"),
+    Variant("native, BM25 with RM3", "muster", N, lexical="rm3"),
+    Variant("native, BM25 per record as a fourth RRF voter", "muster", N, voter="records"),
+    Variant("native, BM25 with RM3 as a fourth RRF voter", "muster", N, voter="rm3"),
+    # Issue 11's rows, each against today's native rules.
+    Variant("native, words analyser", "muster", N.replace(lexical="words")),
+    Variant("native, whole units", "muster", N.replace(pieces="unit")),
+    Variant("native, mean pooling", "muster", N.replace(pooling="mean")),
+    Variant("native, minmax fusion", "muster", N.replace(fusion="minmax")),
+    Variant("native, zscore fusion", "muster", N.replace(fusion="zscore")),
+    Variant("native, floors in fused order", "muster", N.replace(floor_order="fused")),
+    Variant("native, no floors", "muster", N.replace(floors="none")),
+    Variant("native, graph votes and floor always", "muster", G_ALWAYS.replace(graph_floor="always")),
+    Variant(
+        "native, graph votes always, floor selective", "muster", G_ALWAYS.replace(graph_floor="selective")
+    ),
+    Variant("bm25 (standard analyser)", "bm25", N),
+    Variant("bm25 (words analyser)", "bm25", E),
+    Variant("bm25 per record (MaxP)", "bm25", N, lexical="records"),
+    Variant("bm25 with RM3", "bm25", N, lexical="rm3"),
+    Variant("dense (pieces, max)", "dense", N),
+    Variant("dense (whole units)", "dense", N.replace(pieces="unit")),
 ]
+BASELINES = [v.name for v in VARIANTS if v.kind != "muster"]
+BM25_ROW = "bm25 (standard analyser)"
 
 
 def stores(benchmark: str, data: DataRoot, limit: int | None) -> Iterator:
-    adapter = benchmarks.load(benchmark)
-    for store in adapter.stores(data, CONFIGS[benchmark]):
+    spec = BENCHMARKS[benchmark]
+    for store in benchmarks.load(spec.config.name).stores(data, spec.config):
+        if spec.chats is not None and store.name.rsplit("-", 1)[-1] not in spec.chats:
+            continue
         if limit is not None:
-            store = type(store)(store.benchmark, store.name, store.source, store.questions[:limit])
+            store = dataclasses.replace(store, questions=store.questions[:limit])
         yield store
 
 
@@ -78,122 +140,180 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
-    parser.add_argument("--benchmarks", default="locomo,locomo_refined,mab,beam")
+    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
     parser.add_argument("--units", default="10,20,40")
     parser.add_argument("--variants", default="", help="comma-separated row-name prefixes (default: all)")
     parser.add_argument("--questions-per-store", type=int, default=None)
     parser.add_argument("--out", default=None, help="markdown report (default: print only)")
-    parser.add_argument("--json", default=None, help="per-variant means as JSON")
     args = parser.parse_args()
     data = DataRoot.open(args.data, REPO / "manifests" / "data.json")
     wanted = [v for v in args.variants.split(",") if v]
-    chosen = [v for v in VARIANTS if not wanted or any(v[0].startswith(w) for w in wanted)]
+    chosen = [v for v in VARIANTS if not wanted or any(v.name.startswith(w) for w in wanted)]
+    if not any(v.name == NATIVE_ROW for v in chosen):
+        chosen.insert(0, next(v for v in VARIANTS if v.name == NATIVE_ROW))
     units = [int(u) for u in args.units.split(",")]
-    results: dict[str, dict[str, dict[int, list[float]]]] = {}
+    results: dict[str, Scores] = {}
     for benchmark in args.benchmarks.split(","):
         started = time.perf_counter()
-        metric = METRIC.get(benchmark, "evidence_recall")
-        per = results.setdefault(benchmark, {name: {u: [] for u in units} for name, _, _ in chosen})
+        metric = BENCHMARKS[benchmark].metric
+        scores = results.setdefault(benchmark, Scores({v.name: {u: [] for u in units} for v in chosen}, []))
         for store in stores(benchmark, data, args.questions_per_store):
             memories = _memories(store, benchmark, chosen)
-            muster_keys = {("records", E), ("records", N)} | {
-                (r.pieces, r) for _, k, r in chosen if k == "muster"
-            }
-            for u in units:
-                for question in store.questions:
-                    if not _scored(question, metric):
-                        continue
-                    # Each MUSTER context once: it is a row, and the baselines' budget.
-                    musters = {key: memories[key].context(question.text, u) for key in muster_keys}
-                    budget = max(musters[("records", E)].tokens, musters[("records", N)].tokens)
-                    for name, kind, r in chosen:
-                        if kind == "muster":
-                            context = musters[(r.pieces, r)]
-                        else:
-                            memory = memories[(r.pieces, r)]
-                            context = variants.context(memory, kind, question.text, budget=budget)
-                        score = question_scores(question, context.text, context.record_ids)[metric]
-                        per[name][u].append(float(score))  # type: ignore[arg-type]
+            for question in store.questions:
+                if not _scored(question, metric):
+                    continue
+                scores.categories.append(str(question.category))
+                for u in units:
+                    for name, context in _contexts(memories, chosen, question.text, u).items():
+                        value = question_scores(question, context.text, context.record_ids)[metric]
+                        scores.rows[name][u].append(float(value))  # type: ignore[arg-type]
             print(
                 f"{benchmark} {store.name}: {time.perf_counter() - started:.0f} s",
                 file=sys.stderr,
                 flush=True,
             )
-        _print(benchmark, per, units)
-        _write(args, results, units)  # after each benchmark: a long run leaves what it finished
+        if args.out:  # after each benchmark: a long run leaves what it finished
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(_markdown(results, units), encoding="utf-8")
+        else:
+            print(_markdown({benchmark: scores}, units))
 
 
-def _write(args: argparse.Namespace, results, units) -> None:
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(_markdown(results, units), encoding="utf-8")
-    if args.json:
-        means = {
-            b: {n: {u: sum(v) / len(v) for u, v in by_u.items() if v} for n, by_u in rows.items()}
-            for b, rows in results.items()
-        }
-        Path(args.json).write_text(json.dumps(means, indent=1), encoding="utf-8")
+@dataclass
+class Scores:
+    rows: dict[str, dict[int, list[float]]]  # variant -> U -> per-question scores, in one order
+    categories: list[str]  # each question's category, in that order
 
 
 def _scored(question, metric: str) -> bool:
     return bool(question.evidence) if metric == "evidence_recall" else bool(question.gold)
 
 
-def _memories(store, benchmark: str, chosen) -> dict[tuple[str, rules.Rules], Memory]:
-    """One build per piece rule (the vectors), one BM25 index per analyser; every other rule is
-    the same memory re-ruled, sharing channels (and their cached proposals)."""
-    preset = f"{PRESETS[benchmark]}.u10"
-    built: dict[tuple[str, str], Memory] = {}
-    out: dict[tuple[str, rules.Rules], Memory] = {}
-    needed = {(r.pieces, r) for _, _, r in chosen} | {("records", E), ("records", N)}
-    for pieces, r in sorted(needed, key=repr):
-        if (pieces, "words") not in built:
-            built[(pieces, "words")] = build(
+def _memories(store, benchmark: str, chosen: list[Variant]) -> dict[tuple, Memory]:
+    """One build per piece rule (the vectors), re-ruled per variant (sharing channels and their
+    cached proposals); a lexical variant swaps in its BM25 channel."""
+    preset = BENCHMARKS[benchmark].preset
+    built: dict[str, Memory] = {}
+    out: dict[tuple, Memory] = {}
+    keys = {v.memory_key for v in chosen} | {("records", E, None), ("records", N, None)}
+    for key in sorted(keys, key=repr):
+        pieces, r, lexical = key
+        if pieces not in built:
+            built[pieces] = build(
                 store.source, preset=preset, models="cpu-small", rules=E.replace(pieces=pieces)
             )
-        if (pieces, r.lexical) not in built:
-            built[(pieces, r.lexical)] = built[(pieces, "words")].with_rules(lexical=r.lexical)
-        out[(pieces, r)] = built[(pieces, r.lexical)].with_rules(**r.query_rules())
-    # One embedder, one query vector: the piece rules share them (a private hand-off, for speed).
-    first = next(iter(built.values()))
-    for memory in out.values():
-        memory._dense._query_vectors = first._dense._query_vectors
+        memory = built[pieces].with_rules(**r.query_rules())
+        out[key] = with_lexical(memory, lexical) if lexical else memory
+    # The voters: the native memory's lexical variants, built once per store.
+    for voter in {v.voter for v in chosen if v.voter}:
+        out[("voter", voter)] = with_lexical(out[("records", N, None)], voter)
     return out
 
 
-def _print(benchmark: str, per, units) -> None:
-    print(f"\n{benchmark}")
-    for name, by_u in per.items():
-        cells = "  ".join(f"U{u} {sum(v) / len(v):.4f}" for u, v in by_u.items() if v)
-        print(f"  {name:<48} {cells}")
+def _contexts(
+    memories: dict[tuple, Memory], chosen: list[Variant], query: str, units: int
+) -> dict[str, Context]:
+    exact_tokens = memories[("records", E, None)].context(query, units).tokens
+    musters = {v.name: _muster(memories, v, query, units) for v in chosen if v.kind == "muster"}
+    native_tokens = musters[NATIVE_ROW].tokens
+    out = dict(musters)
+    for v in chosen:
+        if v.kind != "muster":
+            budget = max(exact_tokens, native_tokens)
+            out[v.name] = variants.context(memories[v.memory_key], v.kind, query, budget=budget)
+    return out
 
 
-def _markdown(results, units) -> str:
+def _muster(memories: dict[tuple, Memory], variant: Variant, query: str, units: int) -> Context:
+    memory = memories[variant.memory_key]
+    if variant.voter is None:
+        return memory.context(query, units)
+    # The library's steps, with one more ranking in the fused order only (no floor, no proposals).
+    proposals, _ = memory.proposals(query, units)
+    extra = memories[("voter", variant.voter)].channel("bm25").propose(query, pool_size(units))
+    extra = dataclasses.replace(extra, channel=f"bm25:{variant.voter}")
+    ranking = fuse([*proposals, extra], memory.rules.fusion)
+    floors = memory.floors(query, units)
+    chosen = memory.select(proposals, ranking, floors, units)
+    return memory.assemble(query, chosen, ranking, proposals, units_read=units)
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return ""
+    low, high = bootstrap_ci(values)
+    return f"{np.mean(values):.4f} [{low:.3f}, {high:.3f}]"
+
+
+def _paired(native: list[float], other: list[float]) -> str:
+    """native - other: mean, paired 95% interval, better / worse / equal counts."""
+    difference = np.asarray(native) - np.asarray(other)
+    low, high = bootstrap_ci(difference.tolist())
+    better, worse = int((difference > 0).sum()), int((difference < 0).sum())
+    equal = len(difference) - better - worse
+    return (
+        f"{100 * difference.mean():+.2f} [{100 * low:+.2f}, {100 * high:+.2f}] | {better} / {worse} / {equal}"
+    )
+
+
+def _markdown(results: dict[str, Scores], units: list[int]) -> str:
     lines = [
-        "# CPU retrieval study (issue 11)",
+        "# CPU retrieval study (issues 11 and 28)",
         "",
-        "cpu-small (packaged all-MiniLM-L6-v2, no cross-encoder). "
-        "Mean over questions with a 95% bootstrap interval (1,000 resamples, seed 0). "
-        "Generated by `scripts/study_cpu_retrieval.py`.",
+        "cpu-small (packaged all-MiniLM-L6-v2, no cross-encoder). Mean over questions with a 95% "
+        "bootstrap interval (1,000 resamples, seed 0); paired comparisons resample the questions "
+        "together, in points. Generated by `make study` (`scripts/study_cpu_retrieval.py`). "
+        f"`beam_1m` is the development subset fixed in advance (chats {', '.join(BEAM_1M_SUBSET)}), "
+        "on which no rule of issue 11 was chosen.",
         "",
     ]
-    for benchmark, per in results.items():
-        metric = METRIC.get(benchmark, "evidence_recall")
+    for benchmark, scores in results.items():
+        metric = BENCHMARKS[benchmark].metric
+        n = len(scores.categories)
         lines += [
-            f"## {benchmark} ({metric})",
+            f"## {benchmark} ({metric}, {n} questions)",
             "",
             "| variant | " + " | ".join(f"U = {u}" for u in units) + " |",
             "|---|" + "---|" * len(units),
         ]
-        for name, by_u in per.items():
-            cells = []
+        for name, by_u in scores.rows.items():
+            lines.append(f"| {name} | " + " | ".join(_cell(by_u[u]) for u in units) + " |")
+        native = scores.rows[NATIVE_ROW]
+        lines += [
+            "",
+            f"Paired: `{NATIVE_ROW}` minus each baseline (points, 95% paired interval) and the "
+            "questions where native is better / worse / equal.",
+            "",
+            "| baseline | U | native - baseline | better / worse / equal |",
+            "|---|---|---|---|",
+        ]
+        for name in (b for b in BASELINES if b in scores.rows):
             for u in units:
-                values = by_u[u]
-                low, high = bootstrap_ci(values)
-                cells.append(f"{sum(values) / len(values):.4f} [{low:.3f}, {high:.3f}]" if values else "")
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines.append("")
+                if native[u] and scores.rows[name][u]:
+                    lines.append(f"| {name} | {u} | {_paired(native[u], scores.rows[name][u])} |")
+        lines += ["", *_by_category(scores, units[0]), ""]
     return "\n".join(lines)
+
+
+def _by_category(scores: Scores, u: int) -> list[str]:
+    """Native and BM25 per category of the benchmark's own labels, at the first U."""
+    if BM25_ROW not in scores.rows:
+        return []
+    native, bm25 = np.asarray(scores.rows[NATIVE_ROW][u]), np.asarray(scores.rows[BM25_ROW][u])
+    labels = np.asarray(scores.categories)
+    lines = [
+        f"By category at U = {u}: `{NATIVE_ROW}` and {BM25_ROW}.",
+        "",
+        "| category | n | native | bm25 | native - bm25 | better / worse / equal |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label in sorted(set(labels), key=lambda c: (not c.isdigit(), c.zfill(6))):
+        keep = labels == label
+        lines.append(
+            f"| {label} | {int(keep.sum())} | {native[keep].mean():.4f} | {bm25[keep].mean():.4f} | "
+            f"{_paired(native[keep].tolist(), bm25[keep].tolist())} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":
