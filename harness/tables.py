@@ -80,8 +80,9 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body]) + "\n"
 
 
-def write_run_tables(directory: Path) -> pd.DataFrame:
-    summary = summarise(load_contexts(directory))
+def write_run_tables(directory: Path, contexts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``scores.csv`` / ``.md`` of a run; ``contexts``: its contexts, when the caller read them."""
+    summary = summarise(load_contexts(directory) if contexts is None else contexts)
     summary.to_csv(directory / "scores.csv", index=False)
     (directory / "scores.md").write_text(markdown(summary), encoding="utf-8")
     return summary
@@ -107,7 +108,7 @@ def comparison(directories: dict[str, Path]) -> pd.DataFrame:
     rows = []
     frames = {system: load_contexts(directory) for system, directory in directories.items()}
     for system, directory in directories.items():
-        summary = write_run_tables(directory)
+        summary = write_run_tables(directory, frames[system])
         overall = summary[summary["category"] == "all"].iloc[0].to_dict()
         rows.append(
             {

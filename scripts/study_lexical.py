@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from muster_exact.channels import Proposals, top_k
-from muster_exact.channels.bm25 import EMPTY, BM25Index, Document, Vocabulary
+from muster_exact.channels import top_k
+from muster_exact.channels.bm25 import EMPTY, BM25Channel, BM25Index, Document, Vocabulary
 from muster_exact.lexical import analyser
 from muster_exact.memory import Memory
 from muster_exact.pieces import record_spans
@@ -70,12 +70,8 @@ class _Lexical:
             score += weight * self.index.scores([term])
         return score
 
-    def propose(self, query: str, k: int) -> Proposals:
-        scores = self.scores(query)
-        if scores is None:
-            return Proposals(self.name, (), ())
-        units, values = top_k(scores, k, positive_only=True)
-        return Proposals(self.name, units, values)
+    # The library channel's proposal rule (top k with a positive score), over these scores.
+    propose = BM25Channel._propose
 
     def scores(self, query: str) -> np.ndarray | None:
         ids = self.query_ids(query)
