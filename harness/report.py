@@ -6,6 +6,7 @@ and the benchmarks leave behind:
 * the reproduction matrix: the context hashes of ``reproduce.json`` and every figure of the tables
   against ``manifests/expected.yaml`` (:mod:`harness.expected`), coloured OK / OKish / FAIL / NEW;
 * per benchmark, the headline metric against U for every system with its 95% bootstrap interval;
+* per benchmark and U, each MUSTER row minus the best baseline with its paired interval;
 * the peers' evidence recall at MUSTER native's token budget, per category (``make peers``:
   ``results/<benchmark>/peers.csv``);
 * the run timings measured on this machine (``timings.csv`` beside the runs);
@@ -33,7 +34,7 @@ from typing import Any
 
 from harness import benchmarks, expected, reproduction
 from harness.reproduction import MODELS, PUBLISHED_TABLES, RECORD, UNITS
-from harness.systems import SYSTEMS
+from harness.systems import MUSTER_ROWS, SYSTEMS
 
 # The metric plotted against U: the first a benchmark's tables hold (MAB has no evidence ids).
 PLOTTED = ("evidence_recall", "answer_in_context")
@@ -499,6 +500,38 @@ def recall_section(tables: Path, benchmark: str, family: str) -> str:
     return "".join(parts) + "</div>"
 
 
+# --- the lead over the best baseline -----------------------------------------------------------
+
+LEAD_HEADER = ("preset", "system", "metric", "value", "best baseline", "minus best", "95% paired interval")
+
+
+def lead_section(tables: Path, benches: Sequence[tuple[str, str]]) -> str:
+    """Per benchmark and U, each MUSTER row's headline figure, the best budgeted baseline and the
+    paired difference with its 95% interval (the comparison tables' ``minus_best`` columns)."""
+    parts = []
+    for benchmark, family in benches:
+        by_preset, _ = load_comparisons(tables, benchmark, family)
+        rows = []
+        for preset, records in by_preset.items():
+            for record in records:
+                if record.get("system") not in MUSTER_ROWS or not record.get("minus_best"):
+                    continue
+                metric = next((m for m in PLOTTED if record.get(m)), "")
+                cells = (preset, record["system"], metric, record.get(metric), record.get("best_baseline"),
+                         record.get("minus_best"), record.get("minus_best_ci"))  # fmt: skip
+                rows.append(tuple(escape(c or "") for c in cells))
+        if rows:
+            parts.append(f"<h3>{escape(benchmark)}</h3>")
+            parts.append(html_table(LEAD_HEADER, rows, "lead"))
+    if not parts:
+        return note("not available: run make reproduce (no minus_best column in the comparison tables)")
+    intro = (
+        "Each MUSTER row minus the best budgeted baseline at the same token budget, on the same "
+        "questions; the interval resamples the questions together, so it is of the difference itself."
+    )
+    return f"<p>{escape(intro)}</p>" + "".join(parts)
+
+
 # --- run timings --------------------------------------------------------------------------------
 
 
@@ -789,6 +822,7 @@ def page(sources: Sources, benches: Sequence[tuple[str, str]] | None = None) -> 
          + matrix_section(sources, chosen)),
         ("recall", "Recall against U", '<div class="plots">'
          + "".join(recall_section(sources.tables, b, f) for b, f in chosen) + "</div>"),
+        ("lead", "Lead over the best baseline", lead_section(sources.tables, chosen)),
         ("peers", "Peers at native's token budget", peers_section(sources.tables, chosen)),
         ("timings", "Run timings", timings_section(sources.results, chosen)),
         ("bench", "Build time and query latency against store size", bench_section(sources.tables / "bench")),

@@ -20,7 +20,7 @@ import pandas as pd
 from harness import benchmarks, runs
 from harness.benchmark import Benchmark
 from harness.judging import question_metrics
-from harness.systems import NATIVE, SYSTEMS
+from harness.systems import MUSTER_ROWS
 from muster_exact.variants import BUDGETED
 
 METRICS = ("evidence_recall", "evidence_hit", "answer_in_context")
@@ -125,7 +125,6 @@ def comparison(directories: dict[str, Path]) -> pd.DataFrame:
 
 
 LEAD_COLUMNS = ("best_baseline", "minus_best", "minus_best_ci")
-MUSTER_ROWS = (SYSTEMS[0], NATIVE)  # exact and native MUSTER
 
 
 def headline_metric(frame: pd.DataFrame) -> str | None:

@@ -122,6 +122,7 @@ def test_with_no_inputs_every_section_says_what_to_run(tmp_path: Path) -> None:
     assert "run make bench and make bench-scale" in html
     assert "not available: audit/published.csv" in html
     assert "not available: make peers writes &lt;benchmark&gt;/peers.csv" in html
+    assert "no minus_best column in the comparison tables" in html
     assert "<svg" not in html and "<script" not in html
 
 
@@ -256,6 +257,30 @@ def test_a_peers_table_shows_up_under_its_caption(sources: report.Sources) -> No
     assert "<th>mempalace</th><th>native_minus_mempalace</th>" in peers.group(0)
     assert "<td>all</td><td>3</td><td>0.9000</td><td>0.8000</td><td>+0.1000</td>" in peers.group(0)
     assert "toymab" not in peers.group(0) and "make peers writes" not in peers.group(0)
+
+
+def test_the_lead_over_the_best_baseline_is_a_table_per_benchmark(sources: report.Sources) -> None:
+    """The comparison tables' paired-lead columns (harness.tables.paired_lead) on the page: a row
+    per MUSTER system and U that has one, none for baselines; no column anywhere: a note."""
+    html = report.page(sources, BENCHES)
+    assert "no minus_best column in the comparison tables" in html
+    lead_header = HEADER.strip() + ",best_baseline,minus_best,minus_best_ci\n"
+    rows = [
+        row("muster", 0.5, 0.4, 0.6) + ',bm25,0.1,"[0.0500, 0.1500]"',
+        row("muster_native", 0.45, 0.35, 0.55) + ',bm25,0.05,"[-0.0100, 0.1100]"',
+        row("bm25", 0.4, 0.3, 0.5) + ",,,",
+    ]
+    comparison(sources.tables, "toy", "locomo.u10", rows, header=lead_header)
+    html = report.page(sources, BENCHES)
+    lead = re.search(r'<section id="lead">.*?</section>', html)
+    assert lead
+    body = lead.group(0)
+    assert "<h3>toy</h3>" in body and "toymab" not in body
+    assert "<td>locomo.u10</td><td>muster</td><td>evidence_recall</td><td>0.5</td><td>bm25</td>" in body
+    assert "<td>muster_native</td><td>evidence_recall</td><td>0.45</td><td>bm25</td><td>0.05</td>" in body
+    assert "<td>[-0.0100, 0.1100]</td>" in body
+    assert "<td>bm25</td><td>evidence_recall</td>" not in body  # a baseline has no lead
+    assert "locomo.u20" not in body  # that table has no lead columns
 
 
 def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
