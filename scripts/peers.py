@@ -190,7 +190,14 @@ def run_peer(peer: str, python: Path, text: str, installed: dict[str, str], cach
             str(TOP),
         ]
         print(f"peers: {peer}: {' '.join(command)}", file=sys.stderr, flush=True)
-        subprocess.run(command, check=True, env={**os.environ, **OFFLINE})
+        try:
+            subprocess.run(command, check=True, env={**os.environ, **OFFLINE})
+        except subprocess.CalledProcessError as failed:
+            raise SystemExit(
+                f"peers: {peer} failed (exit {failed.returncode}); its input is kept at {given}. "
+                "Run the command above to see why (a broken venv: remove "
+                f".venv-peers/{peer} and make peers builds it again)."
+            ) from None
         partial.replace(out)
         given.unlink()
     return read_ranked(out, text)
@@ -436,7 +443,7 @@ def main() -> None:
             if records != [t["id"] for t in turns[b][store.name]]:
                 raise SystemExit(f"{b} {store.name}: the raw turns are not the store's records")
     text = peer_input(stores, turns, args.questions_per_store)
-    cache = Path(os.environ.get("MUSTER_HOME", Path.home() / ".cache" / "muster")) / "peers"
+    cache = tokens.resource_dir() / "peers"
     peers, installed, installs = {}, {}, {}
     for peer in names:
         started = time.perf_counter()
