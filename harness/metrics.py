@@ -16,7 +16,11 @@ from collections.abc import Sequence
 from harness.scorers.mab import normalise
 from muster_exact.corpora import Question
 
-__all__ = ["normalise", "question_scores"]
+__all__ = ["HEADLINE", "normalise", "question_scores"]
+
+# The metric a benchmark is compared and plotted on, the first its questions have: evidence recall
+# where they carry evidence ids, else the answer in the context (MemoryAgentBench).
+HEADLINE = ("evidence_recall", "answer_in_context")
 
 
 def question_scores(

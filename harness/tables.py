@@ -20,6 +20,7 @@ import pandas as pd
 from harness import benchmarks, runs
 from harness.benchmark import Benchmark
 from harness.judging import question_metrics
+from harness.metrics import HEADLINE
 from harness.systems import MUSTER_ROWS
 from muster_exact.variants import BUDGETED
 
@@ -130,7 +131,7 @@ LEAD_COLUMNS = ("best_baseline", "minus_best", "minus_best_ci")
 def headline_metric(frame: pd.DataFrame) -> str | None:
     """The metric a benchmark is compared on: evidence recall where questions have evidence ids,
     else answer in context."""
-    for metric in ("evidence_recall", "answer_in_context"):
+    for metric in HEADLINE:
         if metric in frame and frame[metric].notna().any():
             return metric
     return None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import expected, report
+from harness import expected, figures, report
 from tests.conftest import REPO
 
 BENCHES = [("toy", "locomo"), ("toymab", "mab")]
@@ -304,13 +304,13 @@ def test_the_bench_parser_reads_the_committed_bench_files() -> None:
     bench = REPO / "results" / "bench"
     if not (bench / "query.md").is_file() or not (bench / "scale.md").is_file():
         pytest.skip("no committed results/bench/query.md and scale.md")
-    sizes = report.StoreSizes({}, {}, [])
+    sizes = figures.StoreSizes({}, {}, [])
     query_text = (bench / "query.md").read_text(encoding="utf-8")
-    report.parse_query_bench(query_text, sizes)
+    figures.parse_query_bench(query_text, sizes)
     stores = len(re.findall(r"^### ", query_text, flags=re.M))
     assert len(sizes.build["with embedding (query.md)"]) == stores
     assert len(sizes.query["query p50 (query.md)"]) == stores
     scale_text = (bench / "scale.md").read_text(encoding="utf-8")
-    report.parse_scale_bench(scale_text, sizes)
+    figures.parse_scale_bench(scale_text, sizes)
     builds = len(re.findall(r"^\| \S+ build\(\) \|", scale_text, flags=re.M))
     assert len(sizes.build["without embedding (scale.md)"]) == builds
