@@ -534,6 +534,14 @@ def load_embedder(ref: ModelRef) -> Embedder:
     log.info("loading embedder %s (%s)", ref.id, ref.backend)
     if ref.backend == "flagembedding":
         return BGEM3Embedder(ref)
+    if ref.backend not in ONNX_BACKENDS:
+        from muster_exact import numpy_bert
+
+        directory = resolve(ref)
+        if numpy_bert.runs_on_numpy(directory):
+            # The torch float64 path's function on numpy: the same vectors, so the same model_id.
+            model_id = f"{ref.key}#{SentenceTransformerEmbedder.NUMERICS}"
+            return numpy_bert.NumpyEmbedder(model_id, directory, _max_length(directory))
     return SentenceTransformerEmbedder(ref)
 
 

@@ -1,0 +1,182 @@
+"""A BERT sentence embedder on numpy: the CPU profile's vectors without torch (issue 29).
+
+The CPU profile defines a vector as the float64 forward pass of the model, mean-pooled over its
+word pieces, L2-normalised and rounded to float32 (``models.SentenceTransformerEmbedder``). That
+function needs no torch: this module computes it from the model's own ``model.safetensors`` and
+``tokenizer.json`` with numpy's float64 matrix products and scipy's ``erf`` (the exact GELU).
+float64 differences between the two paths sit ~1e-16 below the float32 rounding, so the rounded
+vectors are the same bits (``tests/integration/test_numpy_bert.py`` checks it on benchmark text);
+they share one ``model_id`` and so one vector cache.
+
+Which models it runs (:func:`runs_on_numpy`): a sentence-transformers directory of a plain
+``BertModel`` (absolute positions, GELU) followed by mean pooling and a ``Normalize`` module,
+as all-MiniLM-L6-v2 is. Anything else keeps the torch path.
+
+Texts are tokenised as sentence-transformers does: stripped, special tokens added, truncated to
+the model's ``max_seq_length``, no padding: each forward pass holds texts of one token count, so
+no attention mask is needed and a text's vector never depends on its batch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+# Word pieces per forward pass (a batch holds texts of one length): large enough for the matrix
+# products to run at BLAS speed, small enough that a 256-piece batch's attention stays ~100 MB.
+BATCH_TOKENS = 8192
+MODULES = ("sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
+           "sentence_transformers.models.Normalize")  # fmt: skip
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def runs_on_numpy(directory: Path) -> bool:
+    """Whether ``directory`` holds a model this module computes exactly (see the module doc)."""
+    try:
+        modules = [m["type"] for m in _json(directory / "modules.json")]
+        config = _json(directory / "config.json")
+        pooling = _json(directory / "1_Pooling" / "config.json")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    mean_only = pooling.get("pooling_mode_mean_tokens") is True and not any(
+        pooling.get(f"pooling_mode_{mode}") for mode in ("cls_token", "max_tokens", "mean_sqrt_len_tokens")
+    )
+    return (
+        tuple(modules) == MODULES
+        and config.get("architectures") == ["BertModel"]
+        and config.get("hidden_act") == "gelu"
+        and config.get("position_embedding_type", "absolute") == "absolute"
+        and mean_only
+        and (directory / "model.safetensors").is_file()
+        and (directory / "tokenizer.json").is_file()
+    )
+
+
+class NumpyBert:
+    """The forward pass of a sentence-transformers BERT model in float64 (see the module doc)."""
+
+    def __init__(self, directory: Path, max_length: int) -> None:
+        import numpy as np
+        from safetensors.numpy import load_file
+        from scipy.special import erf
+        from tokenizers import Tokenizer
+
+        config = _json(directory / "config.json")
+        self._np, self._erf = np, erf
+        self.heads = int(config["num_attention_heads"])
+        self.layers = int(config["num_hidden_layers"])
+        self.eps = float(config["layer_norm_eps"])
+        self.dimension = int(config["hidden_size"])
+        weights = load_file(str(directory / "model.safetensors"))
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        self._w = {
+            name.removeprefix(prefix): np.ascontiguousarray((value.T if _linear(name) else value), np.float64)
+            for name, value in weights.items()
+            if value.dtype != np.int64  # position_ids
+        }
+        self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=max_length)
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's word pieces as the model reads them (stripped, special tokens, truncated)."""
+        return [e.ids for e in self._tokenizer.encode_batch([t.strip() for t in texts])]
+
+    def embed_ids(self, ids: list[list[int]], done: Callable[[int], None] | None = None) -> np.ndarray:
+        """Unit float32 vectors of texts given as word-piece ids, one forward pass per length
+        (``done``: told how many texts each pass finished)."""
+        np = self._np
+        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        by_length: dict[int, list[int]] = {}
+        for position, pieces in enumerate(ids):
+            by_length.setdefault(len(pieces), []).append(position)
+        for length, members in sorted(by_length.items()):
+            step = max(1, BATCH_TOKENS // length)
+            for start in range(0, len(members), step):
+                chunk = members[start : start + step]
+                out[chunk] = self.forward(np.asarray([ids[i] for i in chunk], dtype=np.int64))
+                if done is not None:
+                    done(len(chunk))
+        return out
+
+    def forward(self, ids: np.ndarray) -> np.ndarray:
+        """(batch, length) ids of one length -> (batch, hidden) unit vectors, float32."""
+        np, w = self._np, self._w
+        batch, length = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = self._norm(x.reshape(batch * length, -1), "embeddings.LayerNorm")
+        heads, width = self.heads, self.dimension // self.heads
+        scale = 1.0 / np.sqrt(width)
+        for layer in range(self.layers):
+            name = f"encoder.layer.{layer}."
+
+            def split(h: np.ndarray) -> np.ndarray:
+                return h.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)
+
+            q = split(self._linear(x, name + "attention.self.query"))
+            k = split(self._linear(x, name + "attention.self.key"))
+            v = split(self._linear(x, name + "attention.self.value"))
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, -1)
+            x = self._norm(self._linear(context, name + "attention.output.dense") + x,
+                           name + "attention.output.LayerNorm")  # fmt: skip
+            inner = self._linear(x, name + "intermediate.dense")
+            inner *= 0.5 * (1.0 + self._erf(inner * (1.0 / np.sqrt(2.0))))
+            x = self._norm(self._linear(inner, name + "output.dense") + x, name + "output.LayerNorm")
+        pooled = x.reshape(batch, length, -1).mean(axis=1)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        result: np.ndarray = pooled.astype(np.float32)
+        return result
+
+    def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
+        result: np.ndarray = x @ self._w[name + ".weight"] + self._w[name + ".bias"]
+        return result
+
+    def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
+        mean = x.mean(axis=-1, keepdims=True)
+        centred = x - mean
+        variance = (centred * centred).mean(axis=-1, keepdims=True)
+        result: np.ndarray = centred / self._np.sqrt(variance + self.eps) * self._w[name + ".weight"]
+        return result + self._w[name + ".bias"]
+
+
+def _linear(name: str) -> bool:
+    """A linear layer's weight (stored out x in; kept transposed, in x out, for ``x @ W``)."""
+    return name.endswith((".query.weight", ".key.weight", ".value.weight", ".dense.weight"))
+
+
+class NumpyEmbedder:
+    """``models.Embedder`` on :class:`NumpyBert`: the same vectors as the torch float64 path, so
+    the same ``model_id`` and the same vector cache."""
+
+    def __init__(self, model_id: str, directory: Path, max_length: int) -> None:
+        self.model_id = model_id
+        self._bert = NumpyBert(directory, max_length)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        from muster_exact import progress
+
+        ids = self._bert.token_ids(texts)
+        shown = progress.bar(len(texts), "embedding", shown_from=progress.STEP_FROM)
+        try:
+            vectors = self._bert.embed_ids(ids, shown.update)
+        finally:
+            shown.close()
+        return vectors

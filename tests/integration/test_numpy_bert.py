@@ -1,0 +1,111 @@
+"""The CPU profile's embedder on numpy (issue 29, muster_exact/numpy_bert.py).
+
+1. Its vectors are the torch float64 path's, bit for bit after the float32 rounding, on real
+   benchmark text (LoCoMo turns, BEAM chat with code and numbers) of every length from one word
+   piece to past the window, where both truncate.
+2. The cpu-small build and read paths (the library, the CLI) run with torch unimportable: a
+   ``torch`` package that raises when imported is put first on the path of a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from muster_exact import models
+from muster_exact.corpora import beam_stores, locomo_stores
+from muster_exact.numpy_bert import NumpyEmbedder, runs_on_numpy
+from tests.conftest import REPO, run_muster
+
+pytestmark = pytest.mark.slow
+
+MINILM = models.ModelRef(models.PACKAGED_MINILM)
+# Texts per benchmark: every word count from 1 to this, so every piece count up to the window
+# (256 with the special tokens) and past it.
+LONGEST_WORDS = 300
+
+
+def spans_of_every_length(text: str, count: int, every: int = 1) -> list[str]:
+    """Texts of 1, 1 + ``every``, ... up to ``count`` words, each from its own place in ``text``."""
+    words, lengths = text.split(), range(1, count + 1, every)
+    step = max(1, (len(words) - count) // len(lengths))
+    return [" ".join(words[i * step : i * step + n]) for i, n in enumerate(lengths)]
+
+
+@pytest.fixture(scope="module")
+def texts(data: Path) -> list[str]:
+    locomo = next(locomo_stores(data / "locomo/locomo10.json")).source.text
+    beam = next(beam_stores(data / "beam", ["100K"])).source.text
+    # Every length in LoCoMo's chat, every other one in BEAM's (code, tables, numbers): 450 texts.
+    return spans_of_every_length(locomo, LONGEST_WORDS) + spans_of_every_length(beam, LONGEST_WORDS, 2)
+
+
+def test_the_packaged_minilm_runs_on_numpy_and_others_do_not(tmp_path: Path) -> None:
+    directory = models.resolve(MINILM)
+    assert runs_on_numpy(directory)
+    assert isinstance(models.load_embedder(MINILM), NumpyEmbedder)
+    assert not runs_on_numpy(tmp_path)  # no files: the torch path decides (and refuses) as before
+    for name in ("modules.json", "config.json", "tokenizer.json", "model.safetensors"):
+        (tmp_path / name).symlink_to(directory / name)
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
+    assert not runs_on_numpy(tmp_path)  # CLS pooling: not the function this module computes
+
+
+def test_the_numpy_vectors_are_the_torch_float64_vectors(texts: list[str]) -> None:
+    numpy_path = models.load_embedder(MINILM)
+    torch_path = models.SentenceTransformerEmbedder(MINILM)
+    assert numpy_path.model_id == torch_path.model_id  # one vector cache for both
+    window = models.load_window(MINILM)
+    pieces = window.pieces(texts)
+    assert min(pieces) <= 2 and max(pieces) > window.limit  # one word to past the window
+    ours, theirs = numpy_path.embed(texts), torch_path.embed(texts)
+    assert ours.dtype == theirs.dtype == np.float32 and ours.shape == theirs.shape == (len(texts), 384)
+    differing = int((ours != theirs).any(axis=1).sum())
+    assert differing == 0, f"{differing} of {len(texts)} vectors differ"
+    # One text alone gives the bits it gives in a batch (no padding, one length per pass).
+    assert (numpy_path.embed([texts[-1]])[0] == ours[-1]).all()
+
+
+BLOCKER = """raise RuntimeError("torch was imported on a path that must not need it")\n"""
+LIBRARY = """
+import sys
+from muster_exact.memory import build
+text = "\\n".join(f"[{i}] Ana moved to Lisbon in {2000 + i}, with a cat named Tom{i}." for i in range(40))
+memory = build(text, models="cpu-small")
+context = memory.context("Where did Ana move?")
+assert context.tokens > 0 and "Lisbon" in context.text
+heavy = ("torch", "sentence_transformers", "transformers")
+blocked = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+assert not blocked, blocked
+print("ok")
+"""
+
+
+def blocked_env(tmp_path: Path) -> dict[str, str]:
+    """torch unimportable (a package of that name first on the path that raises) and an empty
+    vector cache (so the embedder runs), the CPU profile named."""
+    (tmp_path / "block" / "torch").mkdir(parents=True)
+    (tmp_path / "block" / "torch" / "__init__.py").write_text(BLOCKER)
+    path = os.pathsep.join([str(tmp_path / "block"), str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {"PYTHONPATH": path, "MUSTER_HOME": str(tmp_path / "home"), "MUSTER_MODELS": "cpu-small"}
+
+
+def test_the_cpu_profile_builds_and_reads_with_torch_unimportable(tmp_path: Path) -> None:
+    blocked = blocked_env(tmp_path)
+    env = {**os.environ, **blocked}
+    result = subprocess.run(
+        [sys.executable, "-c", LIBRARY], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+    notes = tmp_path / "notes.txt"
+    notes.write_text(
+        "\n".join(f"[{i}] The build broke on day {i} after the cache moved." for i in range(200))
+    )
+    cli = run_muster("query", str(notes), "When did the build break?", env=blocked)
+    assert cli.returncode == 0 and "The build broke" in cli.stdout, cli.stderr
