@@ -85,6 +85,12 @@ class NumpyBert:
             for name, value in weights.items()
             if value.dtype != np.int64  # position_ids
         }
+        # Query, key and value in one product per layer (the same dot products, one pass over x).
+        for layer in range(self.layers):
+            parts = [f"encoder.layer.{layer}.attention.self.{p}" for p in ("query", "key", "value")]
+            for kind, axis in (("weight", 1), ("bias", 0)):
+                fused = np.concatenate([self._w.pop(f"{p}.{kind}") for p in parts], axis=axis)
+                self._w[f"encoder.layer.{layer}.attention.qkv.{kind}"] = np.ascontiguousarray(fused)
         self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_length)
@@ -124,37 +130,45 @@ class NumpyBert:
         scale = 1.0 / np.sqrt(width)
         for layer in range(self.layers):
             name = f"encoder.layer.{layer}."
-
-            def split(h: np.ndarray) -> np.ndarray:
-                return h.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)
-
-            q = split(self._linear(x, name + "attention.self.query"))
-            k = split(self._linear(x, name + "attention.self.key"))
-            v = split(self._linear(x, name + "attention.self.value"))
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            qkv = self._linear(x, name + "attention.qkv").reshape(batch, length, 3, heads, width)
+            q, k, v = qkv.transpose(2, 0, 3, 1, 4)  # each (batch, heads, length, width)
+            scores = q @ k.transpose(0, 1, 3, 2)
+            scores *= scale
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, -1)
-            x = self._norm(self._linear(context, name + "attention.output.dense") + x,
-                           name + "attention.output.LayerNorm")  # fmt: skip
+            attended = self._linear(context, name + "attention.output.dense")
+            attended += x
+            x = self._norm(attended, name + "attention.output.LayerNorm")
             inner = self._linear(x, name + "intermediate.dense")
-            inner *= 0.5 * (1.0 + self._erf(inner * (1.0 / np.sqrt(2.0))))
-            x = self._norm(self._linear(inner, name + "output.dense") + x, name + "output.LayerNorm")
+            gate = inner * (1.0 / np.sqrt(2.0))  # the exact GELU: x * (1 + erf(x / sqrt 2)) / 2
+            self._erf(gate, out=gate)
+            gate += 1.0
+            gate *= 0.5
+            inner *= gate
+            out = self._linear(inner, name + "output.dense")
+            out += x
+            x = self._norm(out, name + "output.LayerNorm")
         pooled = x.reshape(batch, length, -1).mean(axis=1)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         result: np.ndarray = pooled.astype(np.float32)
         return result
 
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
-        result: np.ndarray = x @ self._w[name + ".weight"] + self._w[name + ".bias"]
+        result: np.ndarray = x @ self._w[name + ".weight"]
+        result += self._w[name + ".bias"]
         return result
 
     def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
-        mean = x.mean(axis=-1, keepdims=True)
-        centred = x - mean
-        variance = (centred * centred).mean(axis=-1, keepdims=True)
-        result: np.ndarray = centred / self._np.sqrt(variance + self.eps) * self._w[name + ".weight"]
-        return result + self._w[name + ".bias"]
+        """LayerNorm of ``x``, in place (``x`` is a temporary of the caller)."""
+        np = self._np
+        x -= x.mean(axis=-1, keepdims=True)
+        variance = np.einsum("ij,ij->i", x, x)[:, None] / x.shape[-1]
+        x /= np.sqrt(variance + self.eps)
+        x *= self._w[name + ".weight"]
+        x += self._w[name + ".bias"]
+        return x
 
 
 def _linear(name: str) -> bool:
