@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Word pieces per forward pass (a batch holds texts of one length): large enough for the matrix
-# products to run at BLAS speed, small enough that a 256-piece batch's attention stays ~100 MB.
-BATCH_TOKENS = 8192
+# Word pieces per forward pass (a batch holds texts of one length): about two windows, so a
+# layer's working set stays in the CPU's cache. Measured on 320 LoCoMo texts (2 cores, one run):
+# 8,192 pieces a pass 1,586 pieces/s, 2,048: 2,048-2,175, 512: 2,494, 256: 2,372-2,647; the
+# torch float64 path 3,984. The vectors are the same bits at every batch size.
+BATCH_TOKENS = 512
 MODULES = ("sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
            "sentence_transformers.models.Normalize")  # fmt: skip
 
