@@ -8,13 +8,16 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from muster_exact import __version__, declared, pipes, tokens, verify
 from muster_exact.derive import derive
 from muster_exact.errors import InputError, MusterError
 from muster_exact.explain import explain, models_line
 from muster_exact.rerank import describe
+
+if TYPE_CHECKING:
+    from muster_exact.serve.backend import Backend
 
 log = logging.getLogger("muster_exact.cli")
 
@@ -167,7 +170,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backend(args: argparse.Namespace) -> Any:
+def _backend(args: argparse.Namespace) -> Backend:
     from muster_exact.serve.backend import Backend
 
     return Backend(
@@ -179,6 +182,12 @@ def _backend(args: argparse.Namespace) -> Any:
     )
 
 
+def _load_models(backend: Backend) -> None:
+    """A server's models, loaded before it takes requests and said in one line."""
+    names, seconds = backend.load_models()
+    log.warning("loaded %s in %.2f s, before the first request", names, seconds)
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from muster_exact.integrations import require
 
@@ -187,6 +196,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
     backend = _backend(args)
     try:
+        _load_models(backend)
         mcp.serve(backend)
     finally:
         backend.close()
@@ -203,6 +213,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
     sock = http.listen(args.host, args.port)  # a bad or busy port fails here, before the store is opened
     try:
         backend = _backend(args)
+        _load_models(backend)
     except BaseException:
         sock.close()
         raise

@@ -231,8 +231,10 @@ def _hub_answers(repo: str) -> bool:
 
 
 def require(module: str) -> Any:
-    """A library of the models extra (:func:`muster_exact.optional.require`)."""
-    return optional.require(module, INSTALL_MODELS)
+    """A library of the cpu or the models extra (:func:`muster_exact.optional.require`), the
+    error naming the smaller install that brings it."""
+    cpu = module.split(".")[0] in optional.CPU_MODULES
+    return optional.require(module, optional.INSTALL_CPU if cpu else INSTALL_MODELS)
 
 
 def resolve(ref: ModelRef) -> Path:

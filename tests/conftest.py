@@ -113,3 +113,16 @@ def no_hub_env(home: Path) -> dict[str, str]:
         closed = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if k not in ("MUSTER_MODELS", "HF_HUB_OFFLINE")}
     return {**env, "HF_HOME": str(home / "hf"), "HF_ENDPOINT": f"http://127.0.0.1:{closed}"}
+
+
+TORCH_BLOCKER = """raise RuntimeError("torch was imported on a path that must not need it")\n"""
+
+
+def torch_blocked_env(tmp_path: Path) -> dict[str, str]:
+    """Variables for a subprocess in which torch is unimportable (a package of that name, first
+    on the path, raises when imported), with an empty vector cache (so the embedder runs) and the
+    CPU profile named: the read and build paths of issue 29 must not need torch."""
+    (tmp_path / "block" / "torch").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "block" / "torch" / "__init__.py").write_text(TORCH_BLOCKER)
+    path = os.pathsep.join([str(tmp_path / "block"), str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {"PYTHONPATH": path, "MUSTER_HOME": str(tmp_path / "home"), "MUSTER_MODELS": "cpu-small"}

@@ -96,6 +96,22 @@ class Backend:
         _close([entry.store for entry in entries])
         self._default.close()
 
+    def load_models(self) -> tuple[str, float]:
+        """Load the models the default namespace reads with now (a server calls this before it
+        takes requests, so that no request waits on them): their names, and the seconds it took."""
+        import time
+
+        from muster_exact.memory import models_for
+        from muster_exact.models import load_embedder, load_reranker
+
+        started = time.perf_counter()
+        models = models_for(self.preset, self._default.read_models())
+        load_embedder(models.embedder)
+        if models.reranker is not None:
+            load_reranker(models.reranker)
+        names = " and ".join(ref.id for ref in (models.embedder, models.reranker) if ref is not None)
+        return names, time.perf_counter() - started
+
     def _models_profile(self) -> dict[str, Any]:
         """The model profile reads use: ``models``, else the preset's, else the default (``auto``
         decides here, once, so a server says what it reads with before it starts)."""

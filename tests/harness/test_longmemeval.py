@@ -24,7 +24,7 @@ from harness import benchmarks
 from harness.benchmarks.longmemeval import data_file
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from tests.conftest import REPO
+from tests.conftest import REPO, torch_blocked_env
 from tests.harness.fake_llm import FakeLLM
 from tests.harness.tiny_data import PEOPLE, PLACES, THINGS
 
@@ -74,7 +74,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def harness(root: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    """The harness on the tiny split, with the CPU profile and torch unimportable (issue 29: the
+    harness's cpu-small runs never need it)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    env.update(torch_blocked_env(root))
     env["MUSTER_TEST_KEY"] = "test-key"
     command = [
         sys.executable, "-m", "harness", "benchmark=longmemeval", "preset=locomo.u10", "models=cpu-small",

@@ -134,7 +134,7 @@ def test_missing_extra_names_the_install() -> None:
         "except MissingExtra as e:\n    print(e); sys.exit(3)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 3 and "pip install 'muster-memory[models]'" in result.stdout
+    assert result.returncode == 3 and "pip install 'muster-memory[cpu]'" in result.stdout
 
 
 def test_each_mode_runs_its_rules_and_the_plan_says_which(cache) -> None:

@@ -20,7 +20,7 @@ import pytest
 from muster_exact import models
 from muster_exact.corpora import beam_stores, locomo_stores
 from muster_exact.numpy_bert import NumpyEmbedder, runs_on_numpy
-from tests.conftest import REPO, run_muster
+from tests.conftest import REPO, run_muster, torch_blocked_env
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,6 @@ def test_the_numpy_vectors_are_the_torch_float64_vectors(texts: list[str]) -> No
     assert (numpy_path.embed([texts[-1]])[0] == ours[-1]).all()
 
 
-BLOCKER = """raise RuntimeError("torch was imported on a path that must not need it")\n"""
 LIBRARY = """
 import sys
 from muster_exact.memory import build
@@ -87,17 +86,8 @@ print("ok")
 """
 
 
-def blocked_env(tmp_path: Path) -> dict[str, str]:
-    """torch unimportable (a package of that name first on the path that raises) and an empty
-    vector cache (so the embedder runs), the CPU profile named."""
-    (tmp_path / "block" / "torch").mkdir(parents=True)
-    (tmp_path / "block" / "torch" / "__init__.py").write_text(BLOCKER)
-    path = os.pathsep.join([str(tmp_path / "block"), str(REPO), os.environ.get("PYTHONPATH", "")])
-    return {"PYTHONPATH": path, "MUSTER_HOME": str(tmp_path / "home"), "MUSTER_MODELS": "cpu-small"}
-
-
 def test_the_cpu_profile_builds_and_reads_with_torch_unimportable(tmp_path: Path) -> None:
-    blocked = blocked_env(tmp_path)
+    blocked = torch_blocked_env(tmp_path)
     env = {**os.environ, **blocked}
     result = subprocess.run(
         [sys.executable, "-c", LIBRARY], capture_output=True, text=True, env=env, cwd=REPO

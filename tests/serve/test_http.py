@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from muster_exact.store import Store
-from tests.conftest import REPO, no_hub_env
+from tests.conftest import REPO, no_hub_env, torch_blocked_env
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -161,6 +161,24 @@ def test_the_seed_readme_curl_examples_work_as_written(fresh_user_server: tuple[
     assert {"/v1/add", "/v1/context", "/v1/search", "/v1/delete", "/v1/info", "/healthz"} <= set(
         openapi["paths"]
     )
+
+
+def test_the_model_loads_at_start_and_requests_run_without_torch(tmp_path: Path) -> None:
+    """Issue 29: the CPU profile's model is loaded before the server takes requests, said in one
+    line with the time it took, and no request needs torch (importing it raises here)."""
+    running = Server(tmp_path / "robot.muster", env={**no_hub_env(tmp_path), **torch_blocked_env(tmp_path)})
+    try:
+        loaded = [line for line in running.stderr.splitlines() if "before the first request" in line]
+        assert len(loaded) == 1 and "loaded packaged:all-MiniLM-L6-v2 in " in loaded[0], running.stderr
+        added = httpx.post(
+            f"{running.url}/v1/add", json={"records": ["The red mug is on the shelf."]}, timeout=60
+        )
+        assert added.status_code == 200, added.text
+        reply = httpx.post(f"{running.url}/v1/context", json={"query": "Where is the mug?"}, timeout=60)
+        assert reply.status_code == 200 and "The red mug is on the shelf." in reply.json()["context"]
+        assert running.process.poll() is None and "Traceback" not in running.stderr, running.stderr
+    finally:
+        running.stop()
 
 
 def test_a_bounded_mixed_load_loses_nothing(server: tuple[Server, Path]) -> None:

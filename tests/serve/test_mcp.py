@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, no_hub_env
+from tests.conftest import REPO, no_hub_env, torch_blocked_env
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.slow
@@ -108,3 +108,31 @@ def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
 
     with Store.open(store) as opened:
         assert [r["id"] for r in opened.records()] == ["r3"]
+
+
+async def recall_without_torch(store: Path, log: Path) -> str:
+    """One remember and one recall on a server whose Python cannot import torch."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {**no_hub_env(store.parent), **torch_blocked_env(store.parent)}
+    command = ["-m", "muster_exact", "mcp", "--store", str(store)]
+    params = StdioServerParameters(command=sys.executable, args=command, env=env, cwd=str(REPO))
+    with log.open("w") as errlog:
+        client = stdio_client(params, errlog=errlog)
+        async with client as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("remember", {"text": "The red mug is on the shelf."})
+            recalled = await session.call_tool("recall", {"query": "Where is the mug?"})
+    return str(payload(recalled)["context"])
+
+
+def test_the_model_loads_at_start_and_recall_runs_without_torch(tmp_path: Path) -> None:
+    """Issue 29: the model is loaded at start-up, said in one line, and no tool call needs torch."""
+    log = tmp_path / "server.log"
+    context = asyncio.run(recall_without_torch(tmp_path / "agent.muster", log))
+    assert "The red mug is on the shelf." in context
+    said = log.read_text()
+    loaded = [line for line in said.splitlines() if "before the first request" in line]
+    assert len(loaded) == 1 and "loaded packaged:all-MiniLM-L6-v2 in " in loaded[0], said
+    assert "Traceback" not in said, said

