@@ -1,4 +1,4 @@
-"""Benchmark what embedding costs when the embedder sees whole units vs pieces (issue 11).
+"""Benchmark what embedding costs: whole units vs pieces (issue 11), numpy vs torch (issue 29).
 
 With all-MiniLM-L6-v2 (256 word pieces) a 512-token record-store unit is
 read by its start only; the ``records`` piece rule embeds each record (and
@@ -7,6 +7,11 @@ embedded. For each store and each piece rule: sequences embedded, word
 pieces the model actually reads (each sequence truncated at its window),
 seconds with no vector cache, and both rates. Ratios are measured in one
 run, on one machine, one rule after the other.
+
+The CPU profile embeds on numpy (``muster_exact.numpy_bert``); the torch float64 path computes
+the same vectors (``models.SentenceTransformerEmbedder``). The second table runs both on the same
+pieces, one after the other in this process, and counts the vectors that differ (the goal: 0);
+the third times one short query, as a read embeds it.
 
     python scripts/bench_embed.py --data ../shared/data --out results/bench/embed.md
 """
@@ -23,7 +28,7 @@ from pathlib import Path
 from muster_exact import __version__
 from muster_exact.corpora import beam_chat_file, beam_source, locomo_stores
 from muster_exact.memory import embedding_pieces, planned
-from muster_exact.models import load_embedder, load_window, profile
+from muster_exact.models import SentenceTransformerEmbedder, load_embedder, load_window, profile
 from muster_exact.rules import EXACT
 
 MODELS = "cpu-small"
@@ -51,6 +56,51 @@ def measure(source: object, preset: str, rule: str) -> dict[str, float]:
     embedder.embed(list(pieces.texts))
     seconds = time.perf_counter() - started
     return {"units": len(cut.units), "sequences": len(pieces.texts), "word_pieces": read, "seconds": seconds}
+
+
+QUERY = "When did Caroline go to the LGBTQ support group?"
+QUERY_REPEATS = 50
+
+
+def paths(source: object, preset: str) -> list[dict[str, float | str]]:
+    """The numpy and the torch float64 path on the same pieces (native rule): seconds, rate, and
+    the vectors that differ after the float32 rounding."""
+    models = profile(MODELS)
+    _, cut, _, _ = planned(source, preset, MODELS)
+    texts = list(embedding_pieces(cut, models, EXACT.replace(pieces="records")).texts)
+    window = load_window(models.embedder)
+    read = sum(min(n, window.size) for n in window.pieces(texts))
+    out: list[dict[str, float | str]] = []
+    vectors = []
+    for name, embedder in (("numpy", load_embedder(models.embedder)),
+                           ("torch float64", SentenceTransformerEmbedder(models.embedder))):  # fmt: skip
+        embedder.embed(["warm-up"])
+        started = time.perf_counter()
+        vectors.append(embedder.embed(texts))
+        seconds = time.perf_counter() - started
+        out.append({"path": name, "sequences": len(texts), "word_pieces": read, "seconds": seconds})
+    differ = int((vectors[0] != vectors[1]).any(axis=1).sum())
+    for row in out:
+        row["differ"] = differ
+    return out
+
+
+def query_times() -> list[tuple[str, float, float]]:
+    """Median and p95 milliseconds to embed one short query, per path."""
+    import numpy as np
+
+    models = profile(MODELS)
+    rows = []
+    for name, embedder in (("numpy", load_embedder(models.embedder)),
+                           ("torch float64", SentenceTransformerEmbedder(models.embedder))):  # fmt: skip
+        embedder.embed([QUERY])
+        times = []
+        for _ in range(QUERY_REPEATS):
+            started = time.perf_counter()
+            embedder.embed([QUERY])
+            times.append((time.perf_counter() - started) * 1000)
+        rows.append((name, float(np.median(times)), float(np.percentile(times, 95))))
+    return rows
 
 
 def main() -> None:
@@ -82,7 +132,34 @@ def main() -> None:
     lines += [
         "",
         "Word pieces read: each sequence's word pieces up to the window, what the model computes over. "
-        "Whole units read only the first 254 word pieces of each unit; pieces read every word.",
+        "Whole units read only the first 254 word pieces of each unit; pieces read every word. "
+        "The CPU profile's embedder here is the numpy one.",
+        "",
+        "## numpy against torch float64, the same pieces (issue 29)",
+        "",
+        "| store | path | sequences | word pieces read | seconds | word pieces/s | x numpy "
+        "| vectors that differ |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, source, preset in stores(args.data):
+        both = paths(source, preset)
+        for m in both:
+            lines.append(
+                f"| {label} | {m['path']} | {m['sequences']:,} | {m['word_pieces']:,} | {m['seconds']:.1f} | "
+                f"{float(m['word_pieces']) / float(m['seconds']):,.0f} | "
+                f"{float(m['seconds']) / float(both[0]['seconds']):.2f} | "
+                f"{m['differ']} of {m['sequences']:,} |"
+            )
+    lines += [
+        "",
+        f"One query ({len(QUERY.split())} words) embedded alone, {QUERY_REPEATS} times after a warm-up:",
+        "",
+        "| path | median ms | p95 ms |",
+        "|---|---|---|",
+        *(f"| {name} | {median:.1f} | {p95:.1f} |" for name, median, p95 in query_times()),
+        "",
+        "Reads (a query, a read after an add, a server's requests) use the numpy path, so they never "
+        "import torch; a large build does too, at the rate above (one rule for every build).",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)

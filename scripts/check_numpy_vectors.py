@@ -1,0 +1,142 @@
+"""The CPU profile's vectors on numpy against the torch float64 path's, on every benchmark store.
+
+Issue 29: the numpy forward pass (``muster_exact.numpy_bert``) must give the vectors the torch
+float64 path gave, after the float32 rounding, on every piece ``make reproduce`` embeds. Those
+vectors are in the vector cache (``$MUSTER_HOME/vectors.sqlite``), computed by the torch path
+before the numpy one existed and keyed by the same ``model_id``. For every reproduced benchmark
+store, in exact mode (the family's preset) and native mode, this lists the pieces a build embeds
+(``planned()`` and ``indexes()``, the build's own functions), computes them afresh on numpy, and
+counts the rows that differ from the cached ones (the goal: 0), and the pieces the cache lacks.
+
+    python scripts/check_numpy_vectors.py --data ../shared/data --out results/bench/vectors.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from harness import benchmarks, reproduction  # noqa: E402
+from muster_exact import __version__, progress, tokens  # noqa: E402
+from muster_exact.corpora import benchmark_stores  # noqa: E402
+from muster_exact.memo import Memo  # noqa: E402
+from muster_exact.memory import indexes, planned, rules_of  # noqa: E402
+from muster_exact.models import load_embedder, profile  # noqa: E402
+from muster_exact.numpy_bert import NumpyEmbedder  # noqa: E402
+from muster_exact.vectors import VectorCache, default_path, text_key  # noqa: E402
+
+MODELS = "cpu-small"
+BATCH = 2_000  # pieces compared per step (bounded memory, progress between steps)
+
+
+def pieces_of(benchmark: str, data: Path) -> dict[str, str]:
+    """Every piece text a build of the benchmark's stores embeds, in exact and native mode, by key."""
+    preset = reproduction.presets_of(benchmark)[0]  # the cut and the pieces do not depend on U
+    found: dict[str, str] = {}
+    memo = Memo()
+    for store in benchmark_stores(benchmark, data):
+        for mode_preset in (preset, None):
+            plan, cut, models, timings = planned(store.source, mode_preset, models=MODELS, memo=memo)
+            _, _, pieces = indexes(plan, cut, models, rules_of(plan), memo, timings)
+            found.update((text_key(text), text) for text in pieces.texts)
+    return found
+
+
+def compare(
+    texts: dict[str, str], embedder: NumpyEmbedder, cache: VectorCache, every: int, seen: dict[str, bool]
+) -> dict[str, int]:
+    """Counts for one benchmark's pieces: every ``every``-th (in key order) is compared, once per
+    run (``seen``: whether a key compared for an earlier benchmark differed)."""
+    import numpy as np
+
+    chosen = sorted(texts)[::every]
+    counts = {"pieces": len(texts), "compared": len(chosen), "differ": 0, "not_cached": 0}
+    counts["differ"] = sum(seen[k] for k in chosen if k in seen)
+    keys = [k for k in chosen if k not in seen]
+    bar = progress.bar(len(keys), "pieces compared", "pieces")
+    try:
+        for start in range(0, len(keys), BATCH):
+            chunk = keys[start : start + BATCH]
+            cached = cache.get(embedder.model_id, chunk)
+            present = [k for k in chunk if k in cached]
+            counts["not_cached"] += len(chunk) - len(present)
+            if present:
+                ours = embedder.embed([texts[k] for k in present])
+                theirs = np.vstack([np.frombuffer(cached[k], dtype=np.float32) for k in present])
+                differs = (ours != theirs).any(axis=1)
+                seen.update(zip(present, map(bool, differs), strict=True))
+                counts["differ"] += int(differs.sum())
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
+    parser.add_argument("--benchmarks", nargs="+", default=None, help="default: every reproduced benchmark")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--every",
+        default="",
+        help="benchmark=N,...: compare every N-th piece of that benchmark (in text-hash order, so "
+        "spread over its stores), e.g. beam=10 where all would take hours; default: every piece",
+    )
+    args = parser.parse_args()
+    tokens.prepare()
+    embedder = load_embedder(profile(MODELS).embedder)
+    if not isinstance(embedder, NumpyEmbedder):
+        raise SystemExit(
+            f"check_numpy_vectors: the CPU profile's embedder is {type(embedder).__name__}, not numpy"
+        )
+    cache = VectorCache(default_path(), access="ro")
+    every = {name: int(n) for name, n in (part.split("=") for part in args.every.split(",") if part)}
+    seen: dict[str, bool] = {}
+    rows = []
+    with progress.shown(True):
+        for name in args.benchmarks or reproduction.reproduced():
+            benchmarks.load(name)  # an unknown name fails here, with the registry's message
+            started = time.perf_counter()
+            counts = compare(pieces_of(name, Path(args.data)), embedder, cache, every.get(name, 1), seen)
+            rows.append((name, counts, time.perf_counter() - started))
+            print(f"{name}: {counts}", file=sys.stderr)
+    lines = [
+        "# The CPU profile's vectors: numpy against the torch float64 path (issue 29)",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/check_numpy_vectors.py`; "
+        f"muster {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores.",
+        "",
+        "Every piece a build of each reproduced benchmark store embeds (exact mode with the family's "
+        "preset and native mode), computed afresh on numpy (`muster_exact.numpy_bert`) and compared "
+        "with the vector the torch float64 path cached for it under the same model id. A row differs "
+        "if any of its 384 float32 values does. A piece two benchmarks share (LoCoMo-Refined's are "
+        "LoCoMo's) is computed once; where fewer pieces were compared than there are, every N-th "
+        "in text-hash order was (`--every`), spread over all of that benchmark's stores.",
+        "",
+        "| benchmark | pieces | compared | differing rows | not in the cache | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, counts, seconds in rows:
+        lines.append(
+            f"| {name} | {counts['pieces']:,} | {counts['compared']:,} | {counts['differ']:,} "
+            f"| {counts['not_cached']:,} "
+            f"| {seconds:,.0f} |"
+        )
+    lines.append(f"| all, distinct | | {len(seen):,} | {sum(seen.values()):,} | | |")
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
