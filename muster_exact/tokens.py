@@ -13,7 +13,7 @@ network.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 import importlib.util
@@ -132,12 +132,11 @@ def prepare() -> Path:
 
 
 def _ranks(data: bytes) -> dict[bytes, int]:
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    """The ``<base64 token> <rank>`` lines of a .tiktoken file (checked by its SHA-256 first), in
+    one pass over the file's words: half the time of a loop over lines, on every process start."""
+    words = data.split()
+    pairs = zip(words[::2], words[1::2], strict=True)
+    return {binascii.a2b_base64(token): int(rank) for token, rank in pairs}
 
 
 def encoding() -> tiktoken.Encoding:
