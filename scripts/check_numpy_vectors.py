@@ -20,6 +20,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -31,18 +32,31 @@ from muster_exact.memo import Memo  # noqa: E402
 from muster_exact.memory import indexes, planned, rules_of  # noqa: E402
 from muster_exact.models import load_embedder, profile  # noqa: E402
 from muster_exact.numpy_bert import NumpyEmbedder  # noqa: E402
+from muster_exact.shipped import shipped  # noqa: E402
 from muster_exact.vectors import VectorCache, default_path, text_key  # noqa: E402
+from muster_exact.verify_contexts import load, manifest_paths  # noqa: E402
 
 MODELS = "cpu-small"
 BATCH = 2_000  # pieces compared per step (bounded memory, progress between steps)
+DIFFERING: dict[str, tuple[Any, Any]] = {}  # key -> (numpy vector, cached torch vector)
+
+
+def pinned_stores(benchmark: str) -> set[str]:
+    """The stores the benchmark's shipped context manifests cover (what `make reproduce` reads)."""
+    root = Path(str(shipped("manifests")))
+    return {
+        name for path in manifest_paths(root) for name in load(path)["stores"] if path.parts[-3] == benchmark
+    }
 
 
 def pieces_of(benchmark: str, data: Path) -> dict[str, str]:
-    """Every piece text a build of the benchmark's stores embeds, in exact and native mode, by key."""
+    """Every piece text a build of the benchmark's pinned stores embeds, in exact and native mode,
+    by key."""
     preset = reproduction.presets_of(benchmark)[0]  # the cut and the pieces do not depend on U
+    pinned = pinned_stores(benchmark)
     found: dict[str, str] = {}
     memo = Memo()
-    for store in benchmark_stores(benchmark, data):
+    for store in (s for s in benchmark_stores(benchmark, data) if s.name in pinned):
         for mode_preset in (preset, None):
             plan, cut, models, timings = planned(store.source, mode_preset, models=MODELS, memo=memo)
             _, _, pieces = indexes(plan, cut, models, rules_of(plan), memo, timings)
@@ -74,10 +88,46 @@ def compare(
                 differs = (ours != theirs).any(axis=1)
                 seen.update(zip(present, map(bool, differs), strict=True))
                 counts["differ"] += int(differs.sum())
+                for row in np.nonzero(differs)[0]:
+                    DIFFERING[present[row]] = (ours[row], theirs[row])
             bar.update(len(chunk))
     finally:
         bar.close()
     return counts
+
+
+def differing_rows() -> list[str]:
+    """Each differing row: which of its components differ, and by how many float32 steps."""
+    import numpy as np
+
+    if not DIFFERING:
+        return []
+    out = [
+        "The rows that differ (text SHA-256, the components that differ, the largest difference in "
+        "float32 steps (ulp) and the component's value):",
+        "",
+        "| text | components | largest difference, ulp | value |",
+        "|---|---|---|---|",
+    ]
+    for key, (ours, theirs) in sorted(DIFFERING.items()):
+        components = np.nonzero(ours != theirs)[0]
+        steps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64))
+        value = float(theirs[components[0]])
+        out.append(f"| {key[:12]} | {', '.join(map(str, components))} | {int(steps.max())} | {value:.3g} |")
+    return out
+
+
+def replace(path: Path, model_id: str) -> None:
+    """Write each differing row's numpy vector over the cached one in ``path`` (a copy of the cache)."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    with db:
+        db.executemany(
+            "UPDATE vectors SET vector = ? WHERE model = ? AND sha256 = ?",
+            [(ours.tobytes(), model_id, key) for key, (ours, _) in DIFFERING.items()],
+        )
+    db.close()
 
 
 def main() -> None:
@@ -87,6 +137,12 @@ def main() -> None:
     parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
     parser.add_argument("--benchmarks", nargs="+", default=None, help="default: every reproduced benchmark")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--replace-in",
+        type=Path,
+        help="a copy of the vector cache in which each differing row is replaced by the numpy "
+        "vector, so that `muster verify contexts` over it counts the contexts that move",
+    )
     parser.add_argument(
         "--every",
         default="",
@@ -117,14 +173,15 @@ def main() -> None:
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/check_numpy_vectors.py`; "
         f"muster {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores.",
         "",
-        "Every piece a build of each reproduced benchmark store embeds (exact mode with the family's "
+        "Every piece a build of each reproduced benchmark store (those its context manifests pin) "
+        "embeds (exact mode with the family's "
         "preset and native mode), computed afresh on numpy (`muster_exact.numpy_bert`) and compared "
         "with the vector the torch float64 path cached for it under the same model id. A row differs "
         "if any of its 384 float32 values does. A piece two benchmarks share (LoCoMo-Refined's are "
         "LoCoMo's) is computed once; where fewer pieces were compared than there are, every N-th "
         "in text-hash order was (`--every`), spread over all of that benchmark's stores.",
         "",
-        "| benchmark | pieces | compared | differing rows | not in the cache | seconds |",
+        "| benchmark | pieces | chosen | differing rows | chosen but not in the cache | seconds |",
         "|---|---|---|---|---|---|",
     ]
     for name, counts, seconds in rows:
@@ -133,7 +190,10 @@ def main() -> None:
             f"| {counts['not_cached']:,} "
             f"| {seconds:,.0f} |"
         )
-    lines.append(f"| all, distinct | | {len(seen):,} | {sum(seen.values()):,} | | |")
+    lines.append(f"| all: compared, distinct | | {len(seen):,} | {sum(seen.values()):,} | | |")
+    lines += ["", *differing_rows()]
+    if args.replace_in is not None:
+        replace(args.replace_in, embedder.model_id)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
 

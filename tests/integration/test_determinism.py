@@ -87,18 +87,20 @@ def test_fresh_embeddings_are_bit_identical_across_processes(data: Path) -> None
     assert len(digests) == 1
 
 
-def test_a_texts_vector_does_not_depend_on_what_it_is_embedded_with(data: Path) -> None:
-    """float32 kernels round after the padding and the thread split; the exact path does not."""
+@pytest.mark.parametrize("path", ["numpy", "torch float64"])
+def test_a_texts_vector_does_not_depend_on_what_it_is_embedded_with(data: Path, path: str) -> None:
+    """float32 kernels round after the padding and the thread split; the exact paths do not: the
+    CPU profile's numpy path (one length per pass) and the torch float64 path it equals."""
     import numpy as np
     import torch
 
-    from muster_exact.models import CPU, load_embedder
+    from muster_exact.models import CPU, SentenceTransformerEmbedder, load_embedder
 
     conversation = json.loads((data / "locomo" / "locomo10.json").read_text())[0]["conversation"]
     sessions = [turns for turns in conversation.values() if isinstance(turns, list)]
     texts = [turn["text"] for turns in sessions for turn in turns][:160]
     assert len({len(t) for t in texts}) > 50  # many lengths: batches that would pad differently
-    embedder = load_embedder(CPU.embedder)
+    embedder = load_embedder(CPU.embedder) if path == "numpy" else SentenceTransformerEmbedder(CPU.embedder)
     whole = embedder.embed(texts)
     assert np.array_equal(embedder.embed(texts[::-1])[::-1], whole)
     assert np.array_equal(embedder.embed(texts[::3]), whole[::3])

@@ -1,6 +1,7 @@
 """The CPU profile's embedder on numpy (issue 29, muster_exact/numpy_bert.py).
 
-1. Its vectors are the torch float64 path's, bit for bit after the float32 rounding, on real
+1. Its vectors are the torch float64 path's after the float32 rounding, each component within
+   one float32 step (ulp) and almost every vector bit for bit, on real
    benchmark text (LoCoMo turns, BEAM chat with code and numbers) of every length from one word
    piece to past the window, where both truncate.
 2. The cpu-small build and read paths (the library, the CLI) run with torch unimportable: a
@@ -66,8 +67,12 @@ def test_the_numpy_vectors_are_the_torch_float64_vectors(texts: list[str]) -> No
     assert min(pieces) <= 2 and max(pieces) > window.limit  # one word to past the window
     ours, theirs = numpy_path.embed(texts), torch_path.embed(texts)
     assert ours.dtype == theirs.dtype == np.float32 and ours.shape == theirs.shape == (len(texts), 384)
-    differing = int((ours != theirs).any(axis=1).sum())
-    assert differing == 0, f"{differing} of {len(texts)} vectors differ"
+    # The float64 results differ in their last bits, so a float32 rounding may land one step
+    # apart, rarely (7 of 67,025 vectors on the benchmark stores: results/bench/vectors.md).
+    steps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64))
+    assert int(steps.max()) <= 1, f"a component {int(steps.max())} float32 steps apart"
+    differing = int((steps > 0).any(axis=1).sum())
+    assert differing <= len(texts) // 100, f"{differing} of {len(texts)} vectors differ"
     # One text alone gives the bits it gives in a batch (no padding, one length per pass).
     assert (numpy_path.embed([texts[-1]])[0] == ours[-1]).all()
 

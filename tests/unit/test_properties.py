@@ -53,19 +53,27 @@ def check_invariants(derived: Derived) -> None:
     assert sorted(set(seen)) == list(range(len(source.records)))
     assert seen == sorted(seen)
     if plan.branch == "record_store":
-        # No record is ever split: each sits inside exactly one unit.
-        assert seen == list(range(len(source.records)))
-        for unit in units:
-            first, last = source.records[unit.records[0]], source.records[unit.records[-1]]
-            assert (unit.start, unit.end) == (first.start, last.end)
-        # Packed greedily up to the budget; only a lone record may exceed it.
         budget = plan.unit_budget
         assert budget is not None
         record_tokens = [tokens.count(source.record_text(r)) for r in source.records]
-        for unit, after in itertools.pairwise(units):
-            assert unit.tokens == sum(record_tokens[r] for r in unit.records)
+        # A record sits inside one unit, unless it is over the budget: then it is cut into pieces
+        # (``Cut.oversize``), packed as records are, so it spans consecutive units.
+        spans = {r: [u.id for u in units if r in u.records] for r in range(len(source.records))}
+        split = {r for r, ids in spans.items() if len(ids) > 1}
+        assert all(record_tokens[r] > budget for r in split), split
+        assert all(ids == list(range(ids[0], ids[-1] + 1)) for ids in spans.values())
+        assert cut.oversize == sum(n > budget for n in record_tokens)
+        for unit in units:
+            first, last = source.records[unit.records[0]], source.records[unit.records[-1]]
+            assert first.start <= unit.start and unit.end <= last.end
+            assert unit.records[0] in split or unit.start == first.start
+            assert unit.records[-1] in split or unit.end == last.end
             assert unit.tokens <= budget or len(unit.records) == 1
-            assert unit.tokens + record_tokens[after.records[0]] > budget
+        # Packed greedily up to the budget: the next whole record would not have fitted.
+        for unit, after in itertools.pairwise(units):
+            if not split & {*unit.records, after.records[0]}:
+                assert unit.tokens == sum(record_tokens[r] for r in unit.records)
+                assert unit.tokens + record_tokens[after.records[0]] > budget
     # Parents partition the units; serial order is a permutation.
     members = sorted(u for p in cut.parents for u in p)
     assert members == list(range(len(units)))
