@@ -138,7 +138,7 @@ def cli_query(data: Path) -> list[str]:
     median, worst = statistics.median(walls), max(walls)
     met = "met" if median <= CLI_GOAL_S else "not met"
     lines = [
-        f"### `muster query` on a {len(turns)}-record file, a new process, the vector cache warm",
+        f"## `muster query` on a {len(turns)}-record file, a new process, the vector cache warm",
         "",
         "| runs | median s | worst s | goal |",
         "|---|---|---|---|",
