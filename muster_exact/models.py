@@ -541,7 +541,8 @@ def load_embedder(ref: ModelRef) -> Embedder:
 
         directory = resolve(ref)
         if numpy_bert.runs_on_numpy(directory):
-            # The torch float64 path's function on numpy: the same vectors, so the same model_id.
+            # The torch float64 path's function on numpy: the same vectors but for a rare component
+            # one float32 step apart (results/bench/vectors.md), so the same model_id.
             model_id = f"{ref.key}#{SentenceTransformerEmbedder.NUMERICS}"
             return numpy_bert.NumpyEmbedder(model_id, directory, _max_length(directory))
     return SentenceTransformerEmbedder(ref)
