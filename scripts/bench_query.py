@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from muster_exact import __version__
-from muster_exact.corpora import beam_chat_file, beam_source, locomo_stores
+from muster_exact.corpora import beam_chat_file, beam_source, locomo_sessions, locomo_stores
 from muster_exact.memory import build
 from muster_exact.records import Source
 
@@ -116,12 +116,10 @@ CLI_GOAL_S = 1.5
 def cli_query(data: Path) -> list[str]:
     """Wall seconds of ``muster query FILE Q`` in a new process, the vector cache warm."""
     conversation = json.loads((data / "locomo/locomo10.json").read_text(encoding="utf-8"))[0]
-    sessions = conversation["conversation"]
-    numbers = sorted(int(k[8:]) for k in sessions if k.startswith("session_") and k[8:].isdigit())
     turns = [
         {"speaker": turn["speaker"], "text": turn["text"]}
-        for number in numbers
-        for turn in sessions[f"session_{number}"]
+        for _, _, session in locomo_sessions(conversation["conversation"])
+        for turn in session
     ][:CLI_RECORDS]
     question = conversation["qa"][0]["question"]
     with tempfile.TemporaryDirectory() as tmp:
