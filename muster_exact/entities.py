@@ -24,11 +24,15 @@ _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
+# Every date form starts with a digit or a month name (the lookahead lets the matcher skip other
+# positions at once) and holds four digits in a row (a text without them has no date to look for).
 _DATE = re.compile(
-    rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?,?\s+\d{{4}}|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"\b(?=\d|{_MONTHS})(?:\d{{1,2}}\s+(?:{_MONTHS})\.?,?\s+\d{{4}}"
+    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
     rf"|(?:{_MONTHS})\.?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b",
     re.IGNORECASE,
 )
+_YEAR = re.compile(r"\d{4}")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?![\w])")
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,60})[\"”]")
 _WORD = re.compile(r"[^\W_][\w'’.&-]*")
@@ -45,7 +49,21 @@ OPENERS = frozenset(
     could would should will shall may might must let let's not now today yesterday tomorrow
     absolutely definitely certainly exactly glad sorry awesome cool indeed actually""".split()
 )
-_SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
+_SENTENCE_MARKS = ".!?:;"
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether a word at ``start`` opens a sentence: at the text's start, or after a sentence mark
+    (``.!?:;``) or a line break and then only whitespace. Looks back over the whitespace alone, so
+    a text's words cost what they are long, not what lies before them."""
+    if start == 0:
+        return True
+    i = start
+    while i > 0 and text[i - 1].isspace():
+        if text[i - 1] == "\n":
+            return True
+        i -= 1
+    return i > 0 and text[i - 1] in _SENTENCE_MARKS
 
 
 def _capitalised(word: str) -> bool:
@@ -61,7 +79,7 @@ def _name_runs(text: str) -> Iterable[str]:
         if not _capitalised(word):
             i += 1
             continue
-        at_start = match.start() == 0 or bool(_SENTENCE_END.search(text, 0, match.start()))
+        at_start = _opens_sentence(text, match.start())
         j = i + 1
         last = i
         while j < len(words) and text[words[j - 1].end() : words[j].start()].strip() == "":
@@ -90,7 +108,7 @@ def normalise(entity: str) -> str:
 
 def extract(text: str) -> set[str]:
     """The entities of a text, normalised."""
-    found = {normalise(m.group()) for m in _DATE.finditer(text)}
+    found = {normalise(m.group()) for m in _DATE.finditer(text)} if _YEAR.search(text) else set()
     found.update(normalise(m.group()) for m in _NUMBER.finditer(text))
     found.update(normalise(m.group(1)) for m in _QUOTED.finditer(text))
     found.update(normalise(run) for run in _name_runs(text))

@@ -52,38 +52,31 @@ class Pieces:
 def pieces_of(cut: Cut, window: WindowLike | None, rule: PieceRule = "records") -> Pieces:
     """Every unit's pieces. ``window=None`` or ``rule="unit"``: one piece per unit, its whole text.
 
-    The embedder's tokenizer is asked twice in all, each time for every text at once: how many
-    word pieces each unit (then each record span of a unit too long for it) holds, and the
-    windows of every text still too long."""
+    The embedder's tokenizer reads each text once where it can, every text of a kind in one call:
+    a unit of one record is asked for its windows at once (one window: it fits); a unit of several
+    records is asked how many word pieces it holds, and when it is too long, each record span is
+    asked for its windows (one window: the span fits). Windows and counts are the same function
+    of the text as before (a text fits exactly when it is one window), so the pieces are too."""
     whole = [cut.retrieval_text(u) for u in cut.units]
     if window is None or rule == "unit":
         return Pieces(tuple(whole), tuple(u.id for u in cut.units), tuple(range(len(whole))))
-    fits = [n <= window.size for n in window.pieces(whole)]
-    # A unit too long for the window: its record spans (one record: the unit whole), then each
-    # span that is still too long cut into windows.
-    spans = {
-        u.id: record_spans(cut, u, text)
-        for u, text, fit in zip(cut.units, whole, fits, strict=True)
-        if not fit
-    }
-    counted = [span for parts in spans.values() if len(parts) > 1 for span in parts]
-    too_long = {span for span, n in zip(counted, window.pieces(counted), strict=True) if n > window.size}
-    too_long.update(parts[0] for parts in spans.values() if len(parts) == 1)
-    windowed = sorted(too_long)
-    cuts = dict(zip(windowed, window.windows(windowed), strict=True))
+    lone = [i for i, u in enumerate(cut.units) if len(u.records) <= 1]
+    several = [i for i, u in enumerate(cut.units) if len(u.records) > 1]
+    counts = window.pieces([whole[i] for i in several])
+    fits = {i: n <= window.size for i, n in zip(several, counts, strict=True)}
+    # A unit of several records too long for the window: its record spans, each in its windows.
+    spans = {i: record_spans(cut, cut.units[i], whole[i]) for i in several if not fits[i]}
+    to_window = [whole[i] for i in lone] + [span for parts in spans.values() for span in parts]
+    cuts = dict(zip(to_window, window.windows(to_window), strict=True))
     texts: list[str] = []
     owner: list[int] = []
     start: list[int] = []
-    for unit, text in zip(cut.units, whole, strict=True):
+    for i, (unit, text) in enumerate(zip(cut.units, whole, strict=True)):
         start.append(len(texts))
-        if unit.id not in spans:
+        if fits.get(i, False):
             parts = [text]
         else:
-            parts = [
-                span[a:b] if span in cuts else span
-                for span in spans[unit.id]
-                for a, b in cuts.get(span, [(0, len(span))])
-            ]
+            parts = [span[a:b] for span in spans.get(i, [text]) for a, b in cuts[span]]
         texts.extend(parts)
         owner.extend([unit.id] * len(parts))
     return Pieces(tuple(texts), tuple(owner), tuple(start))

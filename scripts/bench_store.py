@@ -78,7 +78,7 @@ def read_after_add(base_path: Path, work: Path, extra: list[dict[str, str]]) -> 
     same records over the same warm vectors (the store's file)."""
     path = work / "grow.muster"
     shutil.copyfile(base_path, path)
-    reads, fresh, analysed, embedded = [], [], [], []
+    reads, fresh, analysed, embedded, embed_s = [], [], [], [], []
     with Store.open(path, models=MODELS) as store:
         store.context(QUERY)  # this process's first read: the analyses come from the file
         for i, record in enumerate(extra[:SINGLES]):
@@ -88,6 +88,7 @@ def read_after_add(base_path: Path, work: Path, extra: list[dict[str, str]]) -> 
             reads.append(read_s)
             analysed.append(sum(store.memo.computed.values()) - before)
             embedded.append(store.embedded)
+            embed_s.append(store.memory().timings["embed"])
             if i < FRESH:
                 records = list(store.records())
                 vectors = VectorCache(path)
@@ -106,22 +107,30 @@ def read_after_add(base_path: Path, work: Path, extra: list[dict[str, str]]) -> 
         _, bulk_s = timed(lambda: store.context(QUERY))
         bulk_analysed, bulk_embedded = sum(store.memo.computed.values()) - before, store.embedded
     p50, p95 = percentile(reads, 0.5), percentile(reads, 0.95)
+    rest = [read - embed for read, embed in zip(reads, embed_s, strict=True)]
     fresh_p50 = percentile(fresh, 0.5)
     stages = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in timings.items() if k not in ("load_models",))
     return [
         f"### One record added, then one read ({SINGLES} times, one process)",
         "",
-        "| read after adding 1 record | p50 ms | p95 ms | texts analysed (median) | "
-        "pieces embedded (median) |",
-        "|---|---|---|---|---|",
+        "| read after adding 1 record | p50 ms | p95 ms | embedding the new text p50 / p95 ms | "
+        "all but embedding p50 / p95 ms | texts analysed (median) | pieces embedded (median / max) |",
+        "|---|---|---|---|---|---|---|",
         f"| store (per-text work kept between reads) | {p50 * 1000:.0f} | {p95 * 1000:.0f} | "
-        f"{statistics.median(analysed):.0f} | {statistics.median(embedded):.0f} |",
+        f"{percentile(embed_s, 0.5) * 1000:.0f} / {percentile(embed_s, 0.95) * 1000:.0f} | "
+        f"{percentile(rest, 0.5) * 1000:.0f} / {percentile(rest, 0.95) * 1000:.0f} | "
+        f"{statistics.median(analysed):.0f} | {statistics.median(embedded):.0f} / {max(embedded)} |",
         f"| before: a fresh build over the same warm vectors ({FRESH} reads) | {fresh_p50 * 1000:.0f} | "
-        f"{percentile(fresh, 0.95) * 1000:.0f} | all | 0 |",
+        f"{percentile(fresh, 0.95) * 1000:.0f} | - | - | all | 0 |",
         "",
-        f"Goal: p50 <= 100 ms. Reached: {p50 * 1000:.0f} ms ({'met' if p50 <= 0.1 else 'not met'}); "
-        f"{fresh_p50 / p50:.1f}x faster than a fresh build in the same run. The last read's build "
-        f"stages: {stages}.",
+        f"Goal: p50 <= 100 ms, p95 <= 250 ms. Reached: {p50 * 1000:.0f} / {p95 * 1000:.0f} ms "
+        f"({'met' if p50 <= 0.1 and p95 <= 0.25 else 'not met'}); {fresh_p50 / p50:.1f}x faster than "
+        f"a fresh build in the same run. All but embedding the new text: "
+        f"{percentile(rest, 0.5) * 1000:.0f} / {percentile(rest, 0.95) * 1000:.0f} ms "
+        f"({'met' if percentile(rest, 0.5) <= 0.1 and percentile(rest, 0.95) <= 0.25 else 'not met'}). "
+        f"The added records are BEAM messages, many of them longer than the embedder's window, so a "
+        f"read embeds one window or more of new text; the embedder's rate is in `embed.md`. The last "
+        f"read's build stages: {stages}.",
         "",
         f"{len(bulk):,} records added at once, then one read: {bulk_s:.1f} s, {bulk_analysed:,} texts "
         f"analysed, {bulk_embedded:,} pieces embedded.",
