@@ -416,7 +416,7 @@ def indexes(
         [u.parent for u in cut.units],
         cut.parents,
         policy,  # type: ignore[arg-type]
-    )
+    ).assemble()  # a fresh build assembles every index (a grown memory: on the graph's first use)
     timings["graph"] = time.perf_counter() - started
 
     started = time.perf_counter()

@@ -92,45 +92,103 @@ class Vocabulary:
         )
 
 
-class BM25Index:
-    """Posting lists over documents, with rank-bm25's idf and length normalisation."""
+# A grown index keeps its base postings and re-sorts only the documents after them (the delta);
+# the delta is merged into a new base once its postings reach this share of the base's, so a
+# read after an add sorts at most about an eighth of what a fresh index sorts (an LSM-style
+# merge policy; the statistics are recounted from both parts either way).
+MERGE_SHARE = 1 / 8
 
-    def __init__(self, documents: Sequence[Document], vocabulary_size: int) -> None:
+
+class _Postings:
+    """Some consecutive documents' (term, tf) pairs sorted by term: per term, its documents in
+    stored order (``rows`` are the documents' numbers in the whole index)."""
+
+    def __init__(self, documents: Sequence[Document], first_row: int, vocabulary_size: int) -> None:
         np = require("numpy")
-        n = len(documents)
-        self.size = n
-        if n == 0:
-            self._idf = np.zeros(vocabulary_size)
-            self._start = np.zeros(vocabulary_size + 1, dtype=np.int64)
-            self._rows = self._tf = np.zeros(0, dtype=np.int64)
-            self._norm = np.zeros(0)
-            return
-        lengths = np.array([d.length for d in documents], dtype=np.int64)
-        terms = np.concatenate([d.ids for d in documents])
-        tf = np.concatenate([d.tf for d in documents])
-        rows = np.repeat(np.arange(n, dtype=np.int64), [len(d.ids) for d in documents])
-        df = np.bincount(terms, minlength=vocabulary_size)
+        self.size = len(documents)
+        self.lengths = np.array([d.length for d in documents], dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        terms = np.concatenate([none, *(d.ids for d in documents)])
+        tf = np.concatenate([none, *(d.tf for d in documents)])
+        numbers = np.arange(first_row, first_row + self.size, dtype=np.int64)
+        rows = np.repeat(numbers, [len(d.ids) for d in documents])
+        self.df = np.bincount(terms, minlength=vocabulary_size)
         # One stable sort by term gives the posting lists and, per term, where it first appears
         # (what ``np.unique(return_index=True)`` gives, without sorting twice).
         order = np.argsort(terms, kind="stable")
         by_term = terms[order]
-        runs = np.flatnonzero(np.concatenate(([True], by_term[1:] != by_term[:-1])))
+        runs = np.flatnonzero(np.concatenate(([len(terms) > 0], by_term[1:] != by_term[:-1])))
         present, first = by_term[runs], order[runs]
+        self.by_first_appearance = present[np.argsort(first, kind="stable")]
+        self.rows, self.tf = rows[order], tf[order]
+        self.start = np.concatenate(([0], np.cumsum(self.df)))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def holding(self, term: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rows and counts of the documents holding ``term`` (None: none here)."""
+        if term >= len(self.df):
+            return None
+        begin, end = self.start[term], self.start[term + 1]
+        return (self.rows[begin:end], self.tf[begin:end]) if begin != end else None
+
+
+class BM25Index:
+    """Posting lists over documents, with rank-bm25's idf and length normalisation.
+
+    Held as a base and a delta (:data:`MERGE_SHARE`): :meth:`extended` re-sorts only the
+    documents after the base. Every figure is the one an index built at once over the same
+    documents gives, float for float: a document's postings lie in one part, the statistics are
+    recounted over both, and the mean idf is summed in the same first-appearance order (the
+    base's terms, then the delta's new ones)."""
+
+    def __init__(
+        self, documents: Sequence[Document], vocabulary_size: int, base: _Postings | None = None
+    ) -> None:
+        np = require("numpy")
+        documents = list(documents)
+        self.documents = documents
+        self.size = n = len(documents)
+        self._vocabulary_size = vocabulary_size
+        self._base = base if base is not None else _Postings(documents, 0, vocabulary_size)
+        self._delta = _Postings(documents[self._base.size :], self._base.size, vocabulary_size)
+        if n == 0:
+            self._idf = np.zeros(vocabulary_size)
+            self._norm = np.zeros(0)
+            return
+        df = np.zeros(vocabulary_size, dtype=np.int64)
+        for part in (self._base, self._delta):
+            df[: len(part.df)] += part.df
+        present = np.flatnonzero(df)
         # log(k + 0.5) for every count k a term can have: each by math.log, as rank-bm25.
         log_half = np.array([math.log(k + 0.5) for k in range(n + 1)])
         idf = np.zeros(vocabulary_size)
         idf[present] = log_half[n - df[present]] - log_half[df[present]]
         # The mean idf summed one term after another in order of first appearance (accumulate
         # adds left to right): the same float as rank-bm25's running sum.
-        in_order = present[np.argsort(first, kind="stable")]
+        in_base = np.zeros(vocabulary_size, dtype=bool)
+        in_base[: len(self._base.df)] = self._base.df > 0
+        delta_terms = self._delta.by_first_appearance
+        in_order = np.concatenate((self._base.by_first_appearance, delta_terms[~in_base[delta_terms]]))
         average = float(np.add.accumulate(idf[in_order])[-1]) / len(present)
         negative = present[idf[present] < 0]
         idf[negative] = EPSILON * average
         self._idf = idf
-        self._rows, self._tf = rows[order], tf[order]  # per term, its documents in stored order
-        self._start = np.concatenate(([0], np.cumsum(df)))
+        lengths = np.concatenate((self._base.lengths, self._delta.lengths))
         avgdl = int(lengths.sum()) / n
         self._norm = K1 * (1 - B + B * lengths / avgdl)
+
+    def extended(self, keep: int, new: Sequence[Document], vocabulary_size: int) -> BM25Index:
+        """This index with its documents after the first ``keep`` replaced by ``new``. The base is
+        kept when every base document is kept and the delta stays within its share; else the
+        kept documents become the new base (a growing store cuts its last units again, so the
+        base is the prefix no growth has touched) and the new ones the delta."""
+        documents = [*self.documents[:keep], *new]
+        delta_postings = sum(len(d.ids) for d in documents[self._base.size :])
+        if keep >= self._base.size and delta_postings <= MERGE_SHARE * max(len(self._base), 1):
+            return BM25Index(documents, vocabulary_size, self._base)
+        return BM25Index(documents, vocabulary_size, _Postings(documents[:keep], 0, vocabulary_size))
 
     def scores(self, term_ids: Sequence[int | None]) -> np.ndarray:
         """Every document's score for a query's terms (None: a term no document holds)."""
@@ -139,11 +197,11 @@ class BM25Index:
         for term in term_ids:
             if term is None or term >= len(self._idf):
                 continue
-            begin, end = self._start[term], self._start[term + 1]
-            if begin == end:
-                continue
-            rows, tf = self._rows[begin:end], self._tf[begin:end]
-            score[rows] += self._idf[term] * (tf * (K1 + 1) / (tf + self._norm[rows]))
+            for part in (self._base, self._delta):
+                held = part.holding(term)
+                if held is not None:
+                    rows, tf = held
+                    score[rows] += self._idf[term] * (tf * (K1 + 1) / (tf + self._norm[rows]))
         return score  # type: ignore[no-any-return]
 
 
@@ -156,8 +214,8 @@ class BM25Channel:
         memo = memo if memo is not None else Memo()
         self._vocabulary = memo.shared(f"bm25-vocabulary:{analyser_name}", Vocabulary)
         self._kind = f"bm25:{STORED_AS[analyser_name]}"
-        self._documents = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
-        self._index = BM25Index(self._documents, len(self._vocabulary))
+        documents = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
+        self._index = BM25Index(documents, len(self._vocabulary))
         self._proposed: Recent[Proposals] = Recent()
 
     def grown(self, keep: int, texts: Sequence[str], memo: Memo) -> BM25Channel:
@@ -166,8 +224,7 @@ class BM25Channel:
         documents; only ``texts`` are analysed)."""
         other = copy.copy(self)
         new = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
-        other._documents = [*self._documents[:keep], *new]
-        other._index = BM25Index(other._documents, len(self._vocabulary))
+        other._index = self._index.extended(keep, new, len(self._vocabulary))
         other._proposed = Recent()
         return other
 

@@ -14,6 +14,7 @@ siblings. Every order is broken by id, never by hash or set order.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -42,46 +43,35 @@ class GraphChannel:
         parents: Sequence[Sequence[int]],
         policy: Policy = "flrs",
     ) -> None:
-        np = require("numpy")
+        """The channel over these units; its arrays are assembled on first use (:meth:`assemble`),
+        so a grown memory whose rules never ask the graph (group parents under native rules)
+        does not pay for them on every read."""
         self.policy = policy
         self.unit_entities = list(unit_entities)  # as given (a grown memory extends them)
         self._parents = [tuple(p) for p in parents]
         self._unit_parent = list(unit_parent)
-        flat = list(itertools.chain.from_iterable(unit_entities))
-        vocabulary = sorted(set(flat))
-        self._entity_id = {e: i for i, e in enumerate(vocabulary)}
-        self.vocabulary = frozenset(vocabulary)
-        n_parents, n_entities = len(self._parents), len(vocabulary)
-        # Every unit's entity ids, one flat array in unit order (``_bounds[u]`` is unit u's first):
-        # in set order within a unit, which nothing depends on (edges are sorted, overlaps fsum'd).
-        mentions = np.array(list(map(self._entity_id.__getitem__, flat)), dtype=np.int64)
-        sizes = np.array(list(map(len, unit_entities)), dtype=np.int64)
-        self._mentions = mentions
-        self._bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
-        # Edges: each (parent, entity) pair once, sorted by parent then entity.
-        parent_of_unit = np.full(len(unit_entities), -1, dtype=np.int64)
-        for p, members in enumerate(self._parents):
-            parent_of_unit[list(members)] = p
-        mention_parent = np.repeat(parent_of_unit, sizes)
-        in_parent = mention_parent >= 0  # a unit outside every parent links nothing
-        edges = np.unique(mention_parent[in_parent] * max(n_entities, 1) + mentions[in_parent])
-        self._edge_parent = edges // max(n_entities, 1)
-        self._edge_entity = edges % max(n_entities, 1)
-        df = np.bincount(self._edge_entity, minlength=n_entities).astype(np.float64)
-        # idf = log(P / df): an entity in every parent (a speaker's name in every
-        # turn header) says nothing about where to look and weighs nothing.
-        self._idf = np.log(np.maximum(n_parents / np.maximum(df, 1.0), 1.0))
-        self._df = np.maximum(df, 1.0)
-        # A parent sends its mass to its entities in proportion to their idf.
-        parent_idf = np.bincount(self._edge_parent, weights=self._idf[self._edge_entity], minlength=n_parents)
-        self._edge_out = self._idf[self._edge_entity] / np.maximum(parent_idf[self._edge_parent], 1e-12)
-        self._n_parents = n_parents
-        self._n_entities = n_entities
-        self._steps = _WalkSteps(self._edge_parent, self._edge_entity, self._edge_out, n_parents, n_entities)
         self._proposed: Recent[Proposals] = Recent()
 
+    def assemble(self) -> GraphChannel:
+        """The vocabulary, the edges and the walk's matrices, now (a fresh build's timed stage)."""
+        self._index  # noqa: B018 - the cached property assembles on first access
+        return self
+
+    @functools.cached_property
+    def _index(self) -> _GraphIndex:
+        return _GraphIndex(self.unit_entities, self._parents)
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        return self._index.vocabulary
+
+    @property
+    def _entity_id(self) -> dict[str, int]:
+        return self._index.entity_id
+
     def _entities_of(self, unit: int) -> list[int]:
-        return self._mentions[self._bounds[unit] : self._bounds[unit + 1]].tolist()  # type: ignore[no-any-return]
+        index = self._index
+        return index.mentions[index.bounds[unit] : index.bounds[unit + 1]].tolist()  # type: ignore[no-any-return]
 
     def seeds(self, query: str) -> list[str]:
         return query_entities(query, self.vocabulary)
@@ -89,7 +79,7 @@ class GraphChannel:
     def rarest(self, query: str) -> int | None:
         """In how many parents the query's rarest known entity lies (None: it names none)."""
         seed_ids = [self._entity_id[e] for e in self.seeds(query)]
-        return min(int(self._df[i]) for i in seed_ids) if seed_ids else None
+        return min(int(self._index.df[i]) for i in seed_ids) if seed_ids else None
 
     def selective(self, query: str, floor: int) -> bool:
         """Whether the query's rarest known entity lies in at most ``floor`` parents, so a floor
@@ -100,10 +90,11 @@ class GraphChannel:
     def walk(self, seed_ids: Sequence[int]) -> np.ndarray:
         """Parent mass after the personalised walk from the seed entities."""
         np = require("numpy")
-        seed_weight = np.zeros(self._n_entities)
-        seed_weight[list(seed_ids)] = self._idf[list(seed_ids)]
+        index = self._index
+        seed_weight = np.zeros(index.n_entities)
+        seed_weight[list(seed_ids)] = index.idf[list(seed_ids)]
         start = np.bincount(
-            self._edge_parent, weights=seed_weight[self._edge_entity], minlength=self._n_parents
+            index.edge_parent, weights=seed_weight[index.edge_entity], minlength=index.n_parents
         )
         if start.sum() <= 0:
             return start  # type: ignore[no-any-return]
@@ -111,7 +102,7 @@ class GraphChannel:
         mass = start.copy()
         for _ in range(STEPS):
             # Parents send mass to their entities; each entity shares what it got evenly.
-            spread = self._steps.to_parents(self._steps.to_entities(mass) / self._df)
+            spread = index.steps.to_parents(index.steps.to_entities(mass) / index.df)
             mass = (1 - CONTINUE) * start + CONTINUE * spread
         return mass  # type: ignore[no-any-return]
 
@@ -121,12 +112,13 @@ class GraphChannel:
     def _propose(self, query: str, k: int) -> Proposals:
         np = require("numpy")
         seed_ids = [self._entity_id[e] for e in self.seeds(query)]
-        if not seed_ids or not self._n_parents:
+        n_parents = self._index.n_parents
+        if not seed_ids or not n_parents:
             return Proposals(self.name, (), ())
         mass = self.walk(seed_ids)
         wanted = set(seed_ids)
-        idf = self._idf
-        ranked_parents = [int(p) for p in np.lexsort((np.arange(self._n_parents), -mass)) if mass[p] > 0]
+        idf = self._index.idf
+        ranked_parents = [int(p) for p in np.lexsort((np.arange(n_parents), -mass)) if mass[p] > 0]
         chosen: list[int] = []
         scores: list[float] = []
         taken: set[int] = set()
@@ -151,6 +143,44 @@ class GraphChannel:
             if len(chosen) >= k:
                 break
         return Proposals(self.name, tuple(chosen), tuple(scores))
+
+
+class _GraphIndex:
+    """The arrays the walk reads, from every unit's entities and the parents."""
+
+    def __init__(self, unit_entities: Sequence[frozenset[str]], parents: Sequence[tuple[int, ...]]) -> None:
+        np = require("numpy")
+        flat = list(itertools.chain.from_iterable(unit_entities))
+        vocabulary = sorted(set(flat))
+        self.entity_id = {e: i for i, e in enumerate(vocabulary)}
+        self.vocabulary = frozenset(vocabulary)
+        n_parents, n_entities = len(parents), len(vocabulary)
+        # Every unit's entity ids, one flat array in unit order (``bounds[u]`` is unit u's first):
+        # in set order within a unit, which nothing depends on (edges are sorted, overlaps fsum'd).
+        mentions = np.array(list(map(self.entity_id.__getitem__, flat)), dtype=np.int64)
+        sizes = np.array(list(map(len, unit_entities)), dtype=np.int64)
+        self.mentions = mentions
+        self.bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
+        # Edges: each (parent, entity) pair once, sorted by parent then entity.
+        parent_of_unit = np.full(len(unit_entities), -1, dtype=np.int64)
+        for p, members in enumerate(parents):
+            parent_of_unit[list(members)] = p
+        mention_parent = np.repeat(parent_of_unit, sizes)
+        in_parent = mention_parent >= 0  # a unit outside every parent links nothing
+        edges = np.unique(mention_parent[in_parent] * max(n_entities, 1) + mentions[in_parent])
+        self.edge_parent = edges // max(n_entities, 1)
+        self.edge_entity = edges % max(n_entities, 1)
+        df = np.bincount(self.edge_entity, minlength=n_entities).astype(np.float64)
+        # idf = log(P / df): an entity in every parent (a speaker's name in every
+        # turn header) says nothing about where to look and weighs nothing.
+        self.idf = np.log(np.maximum(n_parents / np.maximum(df, 1.0), 1.0))
+        self.df = np.maximum(df, 1.0)
+        # A parent sends its mass to its entities in proportion to their idf.
+        parent_idf = np.bincount(self.edge_parent, weights=self.idf[self.edge_entity], minlength=n_parents)
+        self.edge_out = self.idf[self.edge_entity] / np.maximum(parent_idf[self.edge_parent], 1e-12)
+        self.n_parents = n_parents
+        self.n_entities = n_entities
+        self.steps = _WalkSteps(self.edge_parent, self.edge_entity, self.edge_out, n_parents, n_entities)
 
 
 class _WalkSteps:

@@ -63,6 +63,60 @@ def test_a_memo_carried_between_builds_changes_no_score() -> None:
         assert np.array_equal(carried.scores(query), fresh.scores(query))  # type: ignore[arg-type]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(DOCUMENT, min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 3), st.lists(DOCUMENT, min_size=0, max_size=4)), max_size=8),
+    st.lists(DOCUMENT, min_size=1, max_size=3),
+)
+def test_a_grown_index_scores_as_a_fresh_one_before_and_after_its_delta_is_merged(
+    first: list[str], growth: list[tuple[int, list[str]]], queries: list[str]
+) -> None:
+    """A store's growth: the last few units cut again and new ones added, read after read; the
+    grown index (base kept, delta re-sorted, merged when it outgrows its share) scores every
+    query as an index built at once over the same texts, bit for bit, rank-bm25's too."""
+    memo = Memo()
+    channel, texts = BM25Channel(first, "words", memo), list(first)
+    merged = kept = 0
+    for cut_again, new in growth:
+        keep = max(0, len(texts) - cut_again)
+        base_before = channel._index._base
+        channel, texts = channel.grown(keep, new, memo), [*texts[:keep], *new]
+        kept += channel._index._base is base_before
+        merged += channel._index._base is not base_before
+        if not texts:
+            continue  # rank-bm25 cannot index nothing (a store's memory always has a unit)
+        reference, terms = _reference(texts, "words")
+        fresh = BM25Channel(texts, "words")
+        for query in queries:
+            if not terms(query):  # type: ignore[operator]
+                continue
+            assert np.array_equal(channel.scores(query), fresh.scores(query)), (texts, query)  # type: ignore[arg-type]
+            assert np.array_equal(channel.scores(query), reference.get_scores(terms(query)))  # type: ignore[operator, arg-type]
+
+
+def test_growth_keeps_the_base_and_merges_a_grown_delta() -> None:
+    texts = [f"record {i} about caroline and the group number {i}" for i in range(200)]
+    channel = BM25Channel(texts, "words")
+    # The first growth cuts the last unit again: the 199 untouched units become the base.
+    first = channel.grown(199, ["the last unit, longer now", "a new record about melanie"], Memo())
+    base = first._index._base
+    assert base.size == 199 and first._index._delta.size == 2
+    # The next reads cut the tail again and add to it: the base stays, the delta is re-sorted.
+    second = first.grown(200, ["a new record about melanie and caroline", "one more"], Memo())
+    assert second._index._base is base and second._index._delta.size == 3
+    # A delta past its share of the base's postings is merged: the kept documents, a new base.
+    more = [f"more about melanie {i} and sunsets" for i in range(60)]
+    merged = second.grown(201, more, Memo())
+    assert merged._index._base is not base and merged._index._base.size == 201
+    # A growth that cuts into the base makes a new base too.
+    assert second.grown(150, texts[150:], Memo())._index._base.size == 150
+    everything = [*texts[:199], "the last unit, longer now", "a new record about melanie and caroline", *more]
+    for query in ("caroline group", "melanie sunsets", "longer"):
+        fresh = BM25Channel(everything, "words")
+        assert np.array_equal(merged.scores(query), fresh.scores(query))  # type: ignore[arg-type]
+
+
 @pytest.mark.slow
 def test_scores_and_rankings_equal_rank_bm25_on_every_benchmark_store(data: Path) -> None:
     stores = 0

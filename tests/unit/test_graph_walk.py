@@ -11,10 +11,11 @@ from muster_exact.channels.graph import CONTINUE, STEPS, GraphChannel
 
 
 def _reference_walk(channel: GraphChannel, seed_ids: list[int]) -> np.ndarray:
-    ep, ee, out = channel._edge_parent, channel._edge_entity, channel._edge_out
-    n_parents, n_entities = channel._n_parents, channel._n_entities
+    index = channel._index
+    ep, ee, out = index.edge_parent, index.edge_entity, index.edge_out
+    n_parents, n_entities = index.n_parents, index.n_entities
     seed_weight = np.zeros(n_entities)
-    seed_weight[seed_ids] = channel._idf[seed_ids]
+    seed_weight[seed_ids] = index.idf[seed_ids]
     start = np.bincount(ep, weights=seed_weight[ee], minlength=n_parents)
     if start.sum() <= 0:
         return start
@@ -22,7 +23,7 @@ def _reference_walk(channel: GraphChannel, seed_ids: list[int]) -> np.ndarray:
     mass = start.copy()
     for _ in range(STEPS):
         entity_mass = np.bincount(ee, weights=mass[ep] * out, minlength=n_entities)
-        spread = np.bincount(ep, weights=entity_mass[ee] / channel._df[ee], minlength=n_parents)
+        spread = np.bincount(ep, weights=entity_mass[ee] / index.df[ee], minlength=n_parents)
         mass = (1 - CONTINUE) * start + CONTINUE * spread
     return mass
 
