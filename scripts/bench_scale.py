@@ -37,7 +37,6 @@ import os
 import platform
 import resource
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_store import chat_records  # the same records from a chat as the store bench
+from bench_store import chat_records, seed_vectors  # the store bench's records and vector seeding
 
 from muster_exact import progress
 
@@ -115,24 +114,6 @@ def _chat_folders(data: Path, size: str) -> list[Path]:
     return sorted((data / "beam" / size).iterdir(), key=lambda p: int(p.name))
 
 
-def seed_vectors(store_path: Path, shared: Path, back: bool = False) -> None:
-    """Copy the bench's cached vectors into the store file (``back``: the store's into the cache)."""
-    if not shared.exists() and not back:
-        return
-    source, target = (store_path, shared) if back else (shared, store_path)
-    from muster_exact.vectors import VectorCache
-
-    VectorCache(target).close()  # the table exists in both
-    db = sqlite3.connect(target)
-    try:
-        db.execute("ATTACH DATABASE ? AS other", (str(source),))
-        db.execute("INSERT OR IGNORE INTO main.vectors SELECT * FROM other.vectors")
-        db.commit()
-        db.execute("DETACH DATABASE other")
-    finally:
-        db.close()
-
-
 def query_stages(reader: Any, questions: list[str]) -> dict[str, dict[str, float]]:
     reader.context(questions[0])  # warm-up: first use of each channel
     runs: dict[str, list[float]] = {stage: [] for stage in (*QUERY_STAGES, "total")}
@@ -189,6 +170,8 @@ def child_store(level: str, data: Path, work: Path) -> dict[str, Any]:
 
     say(f"{level}: one record added then one read, {GROWTH_READS} times")
     grow = work / f"grow-{level}.muster"
+    for path in (grow, Path(f"{grow}-wal"), Path(f"{grow}-shm")):
+        path.unlink(missing_ok=True)  # an interrupted run's journal must not replay into the copy
     shutil.copyfile(built, grow)
     extra = chats_after(data, used, GROWTH_READS)
     reads: list[float] = []
