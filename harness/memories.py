@@ -36,7 +36,7 @@ def memory_for(
         return memories, seconds, True
     started = time.perf_counter()
     exact = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path, rules=EXACT)
-    memories = Memories(exact, exact.with_rules(**NATIVE.query_rules()))
+    memories = Memories(exact, exact.under(NATIVE))
     seconds = time.perf_counter() - started
     _MEMORIES[slot] = (memories, seconds)
     while len(_MEMORIES) > _MEMORY_SLOTS:

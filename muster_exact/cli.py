@@ -26,6 +26,12 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     data = declared.read_file(Path(args.file), args.max_input_bytes)  # an envelope, or a store file
     if isinstance(data, declared.Envelope):
         plan = declared.analyse(data.ordered(), mode=args.mode).plan
+    elif args.models:
+        from muster_exact.memory import planned
+
+        # The plan a build with these models derives: in native mode a record store's units are
+        # cut no longer than the embedder's window (rules.unit_size); no model is loaded.
+        plan = planned(data, models=args.models, mode=args.mode)[0]
     else:
         plan = derive(data, mode=args.mode)
     print(plan.to_json() if args.json else explain(plan))
@@ -243,7 +249,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
 
 def _render_query_explain(details: dict, tokens_in_context: int) -> str:  # type: ignore[type-arg]
     lines = [
-        f"retrieval: U = {details['units_read']}, "
+        f"retrieval: {details['units_read']} units read, "
         f"order by {details['rerank']} ({describe(details['rerank'])})",
         f"graph seeds: {', '.join(details['graph_seeds']) or '(none: the query names no known entity)'}",
     ]
@@ -377,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--mode", choices=("native", "exact"), default="native")
+    p.add_argument(
+        "--models",
+        help="the plan a build with this profile (or model folder) uses: in native mode record-store "
+        "units no longer than its embedder's window (default: units up to the record budget, no models)",
+    )
     _input_limit_option(p)
     p.set_defaults(run=_cmd_derive)
 

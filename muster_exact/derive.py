@@ -52,16 +52,22 @@ def analyse(
     mode: Mode = "native",
     record_budget: int = RECORD_BUDGET,
     prose_budget: int = PROSE_BUDGET,
+    window: int | None = None,
     memo: Memo | None = None,
 ) -> Derived:
     """Derive the plan of a store and cut it. ``data``: text, records, Path or Source.
+    ``window``: record-store units no longer than this either (the embedder's window, in native
+    mode; detection still counts records against ``record_budget``).
     ``memo`` keeps per-text counts for the next derive of a growing store."""
     _check_options(mode, record_budget, prose_budget)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise InputError(f"window must be a positive number of tokens, not {window!r}")
     started = time.perf_counter()
     source = from_any(data)
     found = detect(source, mode=mode, record_budget=record_budget, memo=memo)
     detected = time.perf_counter()
-    budget = {"numbered_log": None, "record_store": record_budget, "prose": prose_budget}[found.branch]
+    records = record_unit_budget(record_budget, window)
+    budget = {"numbered_log": None, "record_store": records, "prose": prose_budget}[found.branch]
     the_cut = cutting.cut(
         source,
         branch=found.branch,
@@ -74,6 +80,11 @@ def analyse(
     timings = {"detect": detected - started, "cut": time.perf_counter() - detected}
     log.debug("derived %s: %d units, %d parents", plan.branch, len(the_cut.units), len(the_cut.parents))
     return Derived(plan, the_cut, timings, found.tally)
+
+
+def record_unit_budget(record_budget: int, window: int | None) -> int:
+    """A record store's unit budget: the record budget, and no more than ``window`` if given."""
+    return min(record_budget, window) if window else record_budget
 
 
 def grown(
@@ -137,6 +148,12 @@ def plan_for(
             f"(8 halved until at least 10 parents), {len(the_cut.parents)} parents"
         )
     unit = "line" if numbered else "record"
+    if branch == "record_store" and budget and budget < record_budget:
+        reasons.append(
+            f"units: at most {budget} tokens, the embedder's window, so it reads each unit whole; "
+            f"U counts units of the {record_budget}-token record budget, so a read takes "
+            f"{record_budget / budget:g} units per U (the same tokens)"
+        )
     if the_cut.oversize:
         reasons.append(
             f"{the_cut.oversize} {unit}(s) longer than {budget or record_budget} tokens cut at "

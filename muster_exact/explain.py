@@ -42,7 +42,7 @@ def explain(plan: Plan) -> str:
         f"units: {unit}",
         f"parents: {parent}",
         f"order: {plan.order}; newest version of a slot wins: {'yes' if plan.supersession else 'no'}",
-        f"floors per 10 units, by channel; read budget U = {plan.units_read}",
+        f"floors per 10 units, by channel; read budget U = {plan.units_read}{_units_taken(plan)}",
         *_floor_lines(plan),
         f"measured: {s.records} records, "
         + (f"{s.lines} non-empty lines, " if plan.layout == "text" else "")
@@ -53,6 +53,11 @@ def explain(plan: Plan) -> str:
         *(f"  - {reason}" for reason in plan.reasons),
     ]
     return "\n".join(lines)
+
+
+def _units_taken(plan: Plan) -> str:
+    taken = plan.units_to_read(plan.units_read)
+    return "" if taken == plan.units_read else f" ({taken} units of at most {plan.unit_budget} tokens)"
 
 
 def _floor_lines(plan: Plan) -> list[str]:
@@ -68,7 +73,8 @@ def _retrieval_lines(plan: Plan) -> list[str]:
     embedder = f"embedder {r.embedder}" + (f", cross-encoder {r.reranker}" if r.reranker else "")
     return [
         f"retrieval: {embedder}; order by {describe(r.rerank)}",
-        f"  rules: pieces {r.pieces} (pooled by {r.pooling}), BM25 analyser {r.lexical}, "
+        f"  rules: units up to the {r.unit_size}, pieces {r.pieces} (pooled by {r.pooling}), "
+        f"BM25 analyser {r.lexical}, "
         f"floors {r.floors} (in {r.floor_order} order), graph floor {r.graph_floor}, "
         f"graph votes {r.graph_votes}",
     ]

@@ -29,7 +29,7 @@ from muster_exact.channels.bm25 import BM25Channel
 from muster_exact.channels.dense import DenseChannel
 from muster_exact.channels.graph import POLICIES, GraphChannel
 from muster_exact.cut import Cut, Growth, Unit
-from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, Derived, analyse
+from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, Derived, analyse, record_unit_budget
 from muster_exact.derive import grown as derived_grown
 from muster_exact.errors import InputError
 from muster_exact.limits import MAX_QUERY_CHARS
@@ -48,7 +48,7 @@ from muster_exact.plan import Mode, Plan, Retrieval
 from muster_exact.progress import shown, step
 from muster_exact.records import from_records
 from muster_exact.rerank import CROSS_ENCODER, Ranking, cross_encode, fuse
-from muster_exact.rules import CHOICES, Rules, for_mode
+from muster_exact.rules import BUILD_RULES, CHOICES, Rules, for_mode
 from muster_exact.select import Selected, scaled_floors, select
 from muster_exact.vectors import ScoreCache, VectorCache, default_path, embed_cached
 
@@ -225,10 +225,44 @@ class Memory:
 
     def with_rules(self, **changes: str) -> Memory:
         """This memory under other query-time rules (and another analyser, rebuilt from the
-        texts), sharing its cut and vectors. Changing ``pieces`` needs a new :func:`build`."""
+        texts), sharing its cut and vectors. Changing a build rule (``unit_size``, ``pieces``)
+        needs a new build: :meth:`under` does it."""
         rules = self.rules.replace(**changes)
-        if rules.pieces != self.rules.pieces:
-            raise InputError("the pieces rule shapes the vectors: build the memory again to change it")
+        for name in BUILD_RULES:
+            if getattr(rules, name) != getattr(self.rules, name):
+                raise InputError(
+                    f"the {name} rule shapes the cut or the vectors: build the memory again to "
+                    "change it (Memory.under does)"
+                )
+        return self._ruled(rules)
+
+    def under(self, rules: Rules) -> Memory:
+        """This memory under ``rules``: sharing its cut and vectors where ``rules`` cut and
+        embed this store as its own do, else built again from the same records and settings
+        (vectors already embedded come from the same cache)."""
+        if rules.pieces == self.rules.pieces and self._unit_budget(rules) == self.plan.unit_budget:
+            return self._ruled(rules)
+        retrieval = self.plan.retrieval
+        return build(
+            self.cut.source,
+            retrieval.preset if retrieval else None,
+            self.models,
+            mode=self.plan.mode,
+            units=self.plan.units_read,
+            policy=retrieval.policy if retrieval else None,  # type: ignore[arg-type]
+            cache=self._cache,
+            scores=self._scores,
+            rules=rules,
+        )
+
+    def _unit_budget(self, rules: Rules) -> int | None:
+        """The unit budget ``rules`` give this memory's plan (as :func:`analyse` sets it)."""
+        plan = self.plan
+        if plan.branch != "record_store":
+            return plan.unit_budget
+        return record_unit_budget(plan.record_budget, unit_window(self.models, rules))
+
+    def _ruled(self, rules: Rules) -> Memory:
         other = copy.copy(self)
         other.rules = rules
         other.plan = dataclasses.replace(self.plan, retrieval=_with_rules(self.plan.retrieval, rules))
@@ -248,8 +282,12 @@ class Memory:
         return self.channels()[CHANNELS.check(name)]
 
     def checked(self, query: str, units: int | None = None) -> tuple[str, int]:
-        """``query`` checked (not empty, not too long) and U: ``units`` checked, else the plan's."""
-        return checked_query(query), self.plan.units_read if units is None else checked_units(units)
+        """``query`` checked (not empty, not too long) and the units a read takes: U (``units``
+        checked, else the plan's) counted in units of the record budget
+        (:meth:`~muster_exact.plan.Plan.units_to_read`)."""
+        return checked_query(query), self.plan.units_to_read(
+            self.plan.units_read if units is None else checked_units(units)
+        )
 
     def proposals(self, query: str, units_read: int) -> tuple[list[Proposals], dict[str, float]]:
         """Each channel's top max(2U, 20) units, in channel order, and each one's seconds."""
@@ -487,6 +525,7 @@ def _derived(
     chosen_policy = policy or (fixed.policy if fixed else "flrs")
     if chosen_policy not in POLICIES:
         raise InputError(f"unknown graph policy {chosen_policy!r}; use one of {', '.join(POLICIES)}")
+    chosen_rules = rules or for_mode(chosen_mode)
     if ordered is not None:
         derived = declared.analyse(ordered, mode=chosen_mode, preset=preset, memo=memo)
     else:
@@ -495,6 +534,7 @@ def _derived(
             mode=chosen_mode,
             record_budget=fixed.record_budget if fixed else RECORD_BUDGET,
             prose_budget=fixed.prose_budget if fixed else PROSE_BUDGET,
+            window=unit_window(chosen_models, chosen_rules),
             memo=memo,
         )
     units_read = checked_units(units) if units is not None else (fixed.units_read if fixed else None)
@@ -503,15 +543,21 @@ def _derived(
     base = Retrieval(
         preset=preset,
         policy=chosen_policy,
-        pool=pool_size(units_read),
+        pool=pool_size(plan.units_to_read(units_read)),
         models=chosen_models.name,
         embedder=chosen_models.embedder.id,
         reranker=chosen_models.reranker.id if chosen_models.reranker else None,
         rerank=CROSS_ENCODER,
     )
-    retrieval = _with_rules(base, rules or for_mode(chosen_mode))
+    retrieval = _with_rules(base, chosen_rules)
     plan = dataclasses.replace(plan, units_read=units_read, retrieval=retrieval)
     return plan, dataclasses.replace(derived, plan=plan), chosen_models
+
+
+def unit_window(models: Models, rules: Rules) -> int | None:
+    """The longest record-store unit the rules allow besides the record budget: the embedder's
+    window (its ``max_seq_length``, special tokens included) under ``unit_size="window"``."""
+    return load_window(models.embedder).limit if rules.unit_size == "window" else None
 
 
 def models_for(preset: str | None, models: str | Models | None) -> Models:

@@ -65,7 +65,9 @@ class Retrieval:
     reranker: str | None
     rerank: str  # "cross-encoder", or the fusion ("rrf", "minmax", ...) when no weights are given
     # The retrieval rules (muster_exact.rules). A plan written before they existed lacks
-    # them and reads as what that version ran: whole units, lower-case words, RRF.
+    # them and reads as what that version ran: units up to the record budget, whole units,
+    # lower-case words, RRF.
+    unit_size: str = "budget"
     pieces: str = "unit"
     pooling: str = "max"
     lexical: str = "words"
@@ -100,6 +102,14 @@ class Plan:
     reasons: tuple[str, ...] = ()
     retrieval: Retrieval | None = None
     schema_version: int = SCHEMA_VERSION
+
+    def units_to_read(self, units: int) -> int:
+        """The units a read of U takes. U counts units of the record budget; record-store units
+        cut shorter (at the embedder's window: ``rules.unit_size``) are read in proportion, so a
+        read keeps the token budget U stands for."""
+        if self.branch != "record_store" or not self.unit_budget or self.unit_budget >= self.record_budget:
+            return units
+        return -(-units * self.record_budget // self.unit_budget)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -6,9 +6,10 @@ pieces). Native mode, the library default, adds what helps a short-window
 embedder with no cross-encoder. Why each rule sits where it does is in
 ``docs/decisions.md`` ("CPU retrieval", issue 11).
 
-Build-time rules (``pieces``, ``lexical``) shape the indexes; the others are
-read per query, so :meth:`muster_exact.memory.Memory.with_rules` can change
-them on a built memory without embedding anything again.
+Build-time rules shape the cut (``unit_size``) and the indexes (``pieces``,
+``lexical``); the others are read per query, so
+:meth:`muster_exact.memory.Memory.with_rules` can change them (and the
+analyser) on a built memory without embedding anything again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from muster_exact.pieces import PIECE_RULES
 from muster_exact.rerank import FUSIONS
 
 CHOICES: dict[str, tuple[str, ...]] = {
+    "unit_size": ("budget", "window"),
     "pieces": PIECE_RULES,
     "pooling": POOLINGS,
     "lexical": ANALYSERS,
@@ -39,6 +41,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
 class Rules:
     """``fusion`` and ``floor_order`` apply only when no cross-encoder orders the candidates."""
 
+    # Record-store units up to the record budget, or also no longer than the embedder's window
+    # (a read of U then takes proportionally more of them: Plan.units_to_read).
+    unit_size: str = "budget"
     pieces: str = "records"  # what the embedder sees of a long unit (muster_exact.pieces)
     pooling: str = "max"  # how piece scores make a unit's dense score
     lexical: str = "words"  # the BM25 analyser (muster_exact.lexical)
@@ -64,16 +69,23 @@ class Rules:
         return dataclasses.asdict(self)
 
     def query_rules(self) -> dict[str, str]:
-        """The rules :meth:`Memory.with_rules` can change on a built memory (all but pieces)."""
-        return {k: v for k, v in self.to_dict().items() if k != "pieces"}
+        """The rules :meth:`Memory.with_rules` can change on a built memory (all but the cut's
+        and the vectors': ``unit_size`` and ``pieces``)."""
+        return {k: v for k, v in self.to_dict().items() if k not in BUILD_RULES}
 
+
+# What a built memory's cut and vectors depend on: another value needs a new build.
+BUILD_RULES = ("unit_size", "pieces")
 
 # The paper's method on a CPU embedder: pieces so the embedder reads whole units, nothing else.
 EXACT = Rules()
-# What native mode adds (docs/decisions.md): the standard analyser, floors in each channel's own
-# order, and the graph channel (its floor and its proposals) only where parents are slots
-# (numbered logs); on group parents, positional windows, it proposes nothing.
-NATIVE = Rules(lexical="standard", floor_order="own", graph_floor="slots", graph_votes="slots")
+# What native mode adds (docs/decisions.md): record-store units no longer than the embedder's
+# window, the standard analyser, floors in each channel's own order, and the graph channel (its
+# floor and its proposals) only where parents are slots (numbered logs); on group parents,
+# positional windows, it proposes nothing.
+NATIVE = Rules(
+    unit_size="window", lexical="standard", floor_order="own", graph_floor="slots", graph_votes="slots"
+)
 
 
 def for_mode(mode: str) -> Rules:

@@ -26,7 +26,9 @@ from muster_exact.records import Source
 
 # 2: the plan's floors by channel name (plan schema 2). A format-1 row would still read (the plan
 # migrates), but the store keys rows by FORMAT, so it is derived afresh once and saved in 2.
-FORMAT = 2
+# 3: native record-store units no longer than the embedder's window (rules.unit_size): a row of
+# 2 holds the cut at the record budget, so it is derived afresh once, not read.
+FORMAT = 3
 NONE = -1  # an absent count, serial, span or slot in the integer arrays
 
 

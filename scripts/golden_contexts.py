@@ -70,7 +70,7 @@ def compute(
         for store, source, questions in sets:
             first = family[0].name
             exact = build(source, preset=first, models="cpu-small", mode=mode, cache=cache, rules=EXACT)  # type: ignore[arg-type]
-            memories = {"exact": exact, "native": exact.with_rules(**NATIVE.query_rules())}
+            memories = {"exact": exact, "native": exact.under(NATIVE)}
             for preset in family:
                 for rules, memory in memories.items():
                     out[rules][preset.name][store] = {

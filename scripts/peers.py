@@ -237,7 +237,7 @@ def fill(ranked: Sequence[str], cost: dict[str, int], budget: int) -> tuple[list
 
 def score_store(store: BenchmarkStore, peers: dict[str, Ranked], limit: int | None) -> list[Row]:
     exact = build(store.source, preset=PRESET, models=MODELS, rules=EXACT)
-    native = exact.with_rules(**NATIVE.query_rules())
+    native = exact.under(NATIVE)
     costs = {}
     for peer, ranked in peers.items():
         memories = ranked.memories[store.name]

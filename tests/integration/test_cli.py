@@ -140,7 +140,9 @@ QUESTION = "Where was Rex3?"
 
 
 def test_progress_is_lines_on_stderr_and_stdout_is_the_same_without_it(tmp_path) -> None:
-    path = _records(tmp_path, progress.STEP_FROM + 40)  # over the embedder's step threshold
+    # Over the embedder's step threshold: records of about 220 tokens, one to a native unit (the
+    # window, 256), so one piece each.
+    path = _records(tmp_path, progress.STEP_FROM + 40, words=100)
     shown = run_muster("query", str(path), QUESTION, "--json", env=_fresh_home(tmp_path, "a"))
     assert shown.returncode == 0, shown.stderr
     # stderr is a pipe here: plain lines (no redrawing), the embedder's start and end with its rate.
@@ -210,3 +212,18 @@ def test_a_reader_that_stops_after_one_line(tmp_path) -> None:
     stderr = process.stderr.read()
     assert process.wait(timeout=600) == EXIT_CLOSED_PIPE, stderr
     assert b"Broken pipe" not in stderr and b"Traceback" not in stderr and stderr == b""
+
+
+def test_derive_with_models_gives_the_plan_a_build_uses(tmp_path) -> None:
+    """Without --models the plan is model-free (units up to the record budget); with them, native
+    record-store units are cut at the embedder's window, as `muster query --explain` reads them."""
+    path = _records(tmp_path, 120)
+    alone = json.loads(run_muster("derive", str(path), "--json").stdout)
+    built = run_muster("derive", str(path), "--json", "--models", "cpu-small")
+    assert built.returncode == 0, built.stderr
+    plan = json.loads(built.stdout)
+    assert plan["branch"] == alone["branch"] == "record_store"
+    assert (alone["unit_budget"], plan["unit_budget"]) == (512, 256)
+    assert plan["stats"]["units"] > alone["stats"]["units"] and plan["retrieval"]["unit_size"] == "window"
+    exact = run_muster("derive", str(path), "--json", "--models", "cpu-small", "--mode", "exact")
+    assert json.loads(exact.stdout)["unit_budget"] == 512

@@ -22,6 +22,7 @@ from muster_exact import tokens
 from muster_exact.collection import Collection, MemberBlock
 from muster_exact.corpora import locomo_sessions
 from muster_exact.errors import InputError
+from muster_exact.memory import planned
 from muster_exact.select import apportioned
 from tests.conftest import data_root
 
@@ -99,14 +100,18 @@ def test_each_member_is_derived_by_its_own_rule(members: dict[str, Any]) -> None
     assert muster_exact.derive_collection({"mem0": plain})["mem0"].branch == "prose"
 
 
-def test_built_members_keep_the_plans_derive_gives_them(
+def test_built_members_keep_the_plans_a_build_of_each_alone_gives(
     collection: Collection, members: dict[str, Any]
 ) -> None:
     assert list(collection.plans) == ["mem0", "conversation"]
     for name, data in members.items():
         plan = collection.plans[name]
-        assert dataclasses.replace(plan, retrieval=None) == muster_exact.derive(data)
+        assert plan == planned(data, models=MODELS)[0]  # the cut at the embedder's window too
         assert plan.retrieval is not None and plan.retrieval.models == MODELS
+    # Derive alone (no models) cuts the numbered log alike, the chat at the record budget.
+    alone = {name: muster_exact.derive(data) for name, data in members.items()}
+    assert dataclasses.replace(collection.plans["mem0"], retrieval=None) == alone["mem0"]
+    assert (alone["conversation"].unit_budget, collection.plans["conversation"].unit_budget) == (512, 256)
     assert collection.explain().startswith("## mem0\n") and "\n\n## conversation\n" in collection.explain()
 
 

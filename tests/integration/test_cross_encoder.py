@@ -61,7 +61,8 @@ def test_cross_encoder_scores_drive_the_order(tiny_cross_encoder, tmp_path) -> N
     memory = build(NOTES, models=models, cache=tmp_path / "v.sqlite")
     assert memory.plan.retrieval is not None and memory.plan.retrieval.rerank == "cross-encoder"
     query = "Where is the mug?"
-    proposals, _ = memory.proposals(query, 10)
+    read = memory.plan.units_to_read(10)  # what context(query, units=10) reads
+    proposals, _ = memory.proposals(query, read)
     ranking = memory.rank(query, proposals)
     units = sorted({u for p in proposals for u in p.units})
     reference = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict(

@@ -156,16 +156,19 @@ def test_each_mode_runs_its_rules_and_the_plan_says_which(cache) -> None:
     )
 
 
-def test_with_rules_shares_the_vectors_and_refuses_a_new_piece_rule(cache) -> None:
+def test_with_rules_shares_the_vectors_and_refuses_a_new_build_rule(cache) -> None:
     memory = build(CHAT, models="cpu-small", cache=cache, rules=rules.EXACT)
     other = memory.with_rules(**rules.NATIVE.query_rules())
-    assert other.rules == rules.NATIVE and memory.rules == rules.EXACT
+    at_budget = rules.NATIVE.replace(unit_size="budget")  # native's query rules, exact's cut
+    assert other.rules == at_budget and memory.rules == rules.EXACT
     assert other.pieces is memory.pieces and other.embedded == memory.embedded
-    fresh = build(CHAT, models="cpu-small", cache=cache, rules=rules.NATIVE)
+    fresh = build(CHAT, models="cpu-small", cache=cache, rules=at_budget)
     for q in ("Where does Caroline live?", "What pet did Melanie adopt?"):
         assert other.context(q).text == fresh.context(q).text
-    with pytest.raises(InputError, match="build the memory again"):
+    with pytest.raises(InputError, match="the pieces rule shapes the cut or the vectors"):
         memory.with_rules(pieces="unit")
+    with pytest.raises(InputError, match="the unit_size rule shapes the cut or the vectors"):
+        memory.with_rules(unit_size="window")
     assert memory.with_rules(fusion="minmax").plan.retrieval.rerank == "minmax"
     with pytest.raises(InputError, match="unknown fusion rule 'borda'"):
         memory.with_rules(fusion="borda")
@@ -259,17 +262,56 @@ def test_channels_by_name_and_the_ablations_composed_of_public_steps(cache) -> N
         memory.channel("grpah")
     query = "Where does Caroline live now?"
     done = memory.retrieve(query)
-    assert done.context == memory.context(query) and done.floors == memory.floors(query, 4)
+    n = memory.plan.units_to_read(4)  # U = 4 in units of the record budget
+    assert done.units_read == n and n > 4  # native: units cut at the embedder's window
+    assert done.context == memory.context(query) and done.floors == memory.floors(query, n)
     _, details = memory.explain_query(query)
     assert [(c["channel"], c["floor"]) for c in details["channels"]] == list(done.floors.items())
     # no_graph: the graph's proposals dropped and its floor freed, by name, through the same steps
     proposals = [p for p in done.proposals if p.channel != "graph"]
     ranking = memory.rank(query, proposals)
-    floors = {**scaled_floors(memory.plan.floors, 4), "graph": 0}
-    chosen = memory.select(proposals, ranking, floors, 4, own_order=False)
-    expected = memory.assemble(query, chosen, ranking, proposals, units_read=4)
+    floors = {**scaled_floors(memory.plan.floors, n), "graph": 0}
+    chosen = memory.select(proposals, ranking, floors, n, own_order=False)
+    expected = memory.assemble(query, chosen, ranking, proposals, units_read=n)
     ablated = variants.context(memory, "no_graph", query)
     assert ablated == expected and all("graph" not in p.channels for p in ablated.provenance)
     assert all(p.reason != "floor:graph" for p in ablated.provenance)
     no_floors = variants.context(memory, "no_floors", query)
     assert {p.reason for p in no_floors.provenance} == {"fill"}
+
+
+NOTES = [
+    {
+        "speaker": "Ana" if i % 2 else "Tom",
+        "text": f"On day {i} the team shipped build {i} of the Lisbon "
+        f"service; the cache moved to disk {i % 7} and review {i} found {i % 5} bugs in module m{i}.",
+    }
+    for i in range(160)
+]
+
+
+def test_native_units_are_the_embedders_window_read_in_proportion(cache) -> None:
+    """Native mode cuts record-store units no longer than the embedder's window (256 for the
+    packaged MiniLM) and a read of U takes U x 512 / 256 of them; exact mode keeps the paper's
+    512-token units and U; a numbered log is cut the same either way."""
+    exact = build(NOTES, models="cpu-small", cache=cache, rules=rules.EXACT)
+    native = build(NOTES, models="cpu-small", cache=cache)
+    assert exact.plan.branch == native.plan.branch == "record_store"
+    assert (exact.plan.unit_budget, native.plan.unit_budget) == (512, 256)
+    assert max(exact.unit_tokens) > 256 >= max(native.unit_tokens)
+    assert exact.rules.unit_size == "budget" and native.rules.unit_size == "window"
+    query = "Which build did the team ship on day 42?"
+    wide, narrow = exact.retrieve(query, 3), native.retrieve(query, 3)
+    assert (wide.units_read, narrow.units_read) == (3, 6)
+    assert len(narrow.context.unit_ids) == 6 and narrow.context.plan.units_read == 6
+    assert 3 * 256 < narrow.context.tokens <= 3 * 512  # about the tokens U = 3 stands for
+    assert "(20 units of at most 256 tokens)" in explain(native.plan)
+    assert "(20 units" not in explain(exact.plan)
+    rebuilt = exact.under(rules.NATIVE)
+    assert rebuilt.plan.unit_budget == 256 and rebuilt.context(query, 3).text == narrow.context.text
+    # Rules that cut as the memory's own: shared, nothing built again.
+    assert exact.under(rules.EXACT.replace(fusion="minmax")).pieces is exact.pieces
+    log = "\n".join(f"{i}. Ana's desk is in room {i % 9} as of step {i}." for i in range(1, 200))
+    numbered = build(log, models="cpu-small", cache=cache, rules=rules.EXACT)
+    assert numbered.plan.branch == "numbered_log"
+    assert numbered.under(rules.NATIVE).pieces is numbered.pieces
