@@ -38,10 +38,13 @@ class Derived:
     tally: Tally | None = None  # detection's running counts (records layout), for growth
 
 
-def _check_options(mode: str, record_budget: int, prose_budget: int) -> None:
+def _check_options(mode: str, record_budget: int, prose_budget: int, window: int | None = None) -> None:
     if mode not in ("native", "exact"):
         raise InputError(f"unknown mode {mode!r}; use 'native' or 'exact'")
-    for name, value in (("record_budget", record_budget), ("prose_budget", prose_budget)):
+    budgets = (("record_budget", record_budget), ("prose_budget", prose_budget), ("window", window))
+    for name, value in budgets:
+        if name == "window" and value is None:
+            continue
         if not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a positive number of tokens, not {value!r}")
 
@@ -59,9 +62,7 @@ def analyse(
     ``window``: record-store units no longer than this either (the embedder's window, in native
     mode; detection still counts records against ``record_budget``).
     ``memo`` keeps per-text counts for the next derive of a growing store."""
-    _check_options(mode, record_budget, prose_budget)
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-        raise InputError(f"window must be a positive number of tokens, not {window!r}")
+    _check_options(mode, record_budget, prose_budget, window)
     started = time.perf_counter()
     source = from_any(data)
     found = detect(source, mode=mode, record_budget=record_budget, memo=memo)
