@@ -32,11 +32,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import json
 import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +55,14 @@ from harness import benchmarks  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
 from harness.metrics import question_scores  # noqa: E402
+from harness.runs import library_sha256  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
 from muster_exact import rules, variants  # noqa: E402
 from muster_exact.assemble import Context  # noqa: E402
 from muster_exact.channels import pool_size  # noqa: E402
 from muster_exact.memory import Memory, build  # noqa: E402
 from muster_exact.rerank import fuse  # noqa: E402
+from muster_exact.tokens import resource_dir  # noqa: E402
 
 BEAM_1M_SUBSET = ("3", "6", "8", "10", "32")
 BEAM_1M_HELD_OUT = ("4", "7", "9", "31")
@@ -175,6 +181,12 @@ def main() -> None:
     parser.add_argument("--questions-per-store", type=int, default=None)
     parser.add_argument("--out", default=None, help="markdown report (default: print only)")
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(os.cpu_count() or 1, 8),
+        help="worker processes, each holding one store's builds (default: the cores, at most 8)",
+    )
+    parser.add_argument(
         "--held-out", action="store_true", help="the held-out BEAM-1M chats, native and its references only"
     )
     args = parser.parse_args()
@@ -188,31 +200,121 @@ def main() -> None:
     if not any(v.name == NATIVE_ROW for v in chosen):
         chosen.insert(0, next(v for v in VARIANTS if v.name == NATIVE_ROW))
     units = [int(u) for u in args.units.split(",")]
-    results: dict[str, Scores] = {}
-    for benchmark in args.benchmarks.split(","):
-        started = time.perf_counter()
-        metric = BENCHMARKS[benchmark].metric
-        scores = results.setdefault(benchmark, Scores({v.name: {u: [] for u in units} for v in chosen}, []))
-        for store in stores(benchmark, data, args.questions_per_store):
-            memories = _memories(store, benchmark, chosen)
-            for question in store.questions:
-                if not _scored(question, metric):
-                    continue
-                scores.categories.append(str(question.category))
-                for u in units:
-                    for name, context in _contexts(memories, chosen, question.text, u).items():
-                        value = question_scores(question, context.text, context.record_ids)[metric]
-                        scores.rows[name][u].append(float(value))  # type: ignore[arg-type]
+    names = args.benchmarks.split(",")
+    tasks = [
+        Task(
+            args.data, benchmark, index, args.questions_per_store, tuple(v.name for v in chosen), tuple(units)
+        )
+        for benchmark in names
+        for index in range(_store_count(benchmark, data))
+    ]
+    done = _scored_stores(tasks, args.jobs)
+    results = {b: _merged([done[(t.benchmark, t.index)] for t in tasks if t.benchmark == b]) for b in names}
+    report = _markdown(intro, results, units)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(report, encoding="utf-8")
+    else:
+        print(report)
+
+
+def _scored_stores(tasks: list[Task], jobs: int) -> dict[tuple[str, int], Scores]:
+    """Every task's scores. The stores are independent: one process each (largest first), merged
+    back in store order by the caller. A store already scored by this code (library and study
+    scripts) is read back, so an hours-long run resumes where it stopped."""
+    done: dict[tuple[str, int], Scores] = {}
+    started = time.perf_counter()
+    for task in tasks:
+        if (kept := _kept(task)) is not None:
+            done[(task.benchmark, task.index)] = kept
+    todo = sorted((t for t in tasks if (t.benchmark, t.index) not in done), key=_size, reverse=True)
+    print(f"{len(done)} of {len(tasks)} stores already scored by this code", file=sys.stderr, flush=True)
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(_store_scores, task): task for task in todo}
+        for future in as_completed(futures):
+            task = futures[future]
+            done[(task.benchmark, task.index)] = future.result()
+            _keep(task, done[(task.benchmark, task.index)])
             print(
-                f"{benchmark} {store.name}: {time.perf_counter() - started:.0f} s",
+                f"{task.benchmark} store {task.index + 1}: {len(done)} of {len(tasks)} stores, "
+                f"{time.perf_counter() - started:.0f} s",
                 file=sys.stderr,
                 flush=True,
             )
-        if args.out:  # after each benchmark: a long run leaves what it finished
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(_markdown(intro, results, units), encoding="utf-8")
-        else:
-            print(_markdown(intro, {benchmark: scores}, units))
+    return done
+
+
+@dataclass(frozen=True)
+class Task:
+    """One store of one benchmark: what a worker process needs to score it."""
+
+    data: str
+    benchmark: str
+    index: int
+    limit: int | None
+    variants: tuple[str, ...]
+    units: tuple[int, ...]
+
+
+def _kept_path(task: Task) -> Path:
+    code = hashlib.sha256(library_sha256().encode())
+    for script in ("study_cpu_retrieval.py", "study_lexical.py"):
+        code.update((REPO / "scripts" / script).read_bytes())
+    what = json.dumps([code.hexdigest(), dataclasses.asdict(task) | {"data": None}], sort_keys=True)
+    return resource_dir() / "study" / f"{hashlib.sha256(what.encode()).hexdigest()[:24]}.json"
+
+
+def _kept(task: Task) -> Scores | None:
+    try:
+        saved = json.loads(_kept_path(task).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    rows = {name: {int(u): values for u, values in by_u.items()} for name, by_u in saved["rows"].items()}
+    return Scores(rows, saved["categories"])
+
+
+def _keep(task: Task, scores: Scores) -> None:
+    path = _kept_path(task)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".part")
+    partial.write_text(json.dumps(dataclasses.asdict(scores)), encoding="utf-8")
+    partial.replace(path)  # whole or absent
+
+
+def _store_count(benchmark: str, data: DataRoot) -> int:
+    return sum(1 for _ in stores(benchmark, data, 0))
+
+
+def _size(task: Task) -> int:
+    """Stores of the larger scales first, so the longest tasks do not start last."""
+    return {"beam_1m": 3, "beam_1m_held_out": 3, "beam": 2}.get(task.benchmark, 1)
+
+
+def _store_scores(task: Task) -> Scores:
+    data = DataRoot.open(task.data, REPO / "manifests" / "data.json")
+    store = next(islice(stores(task.benchmark, data, task.limit), task.index, None))
+    chosen = [v for v in VARIANTS if v.name in task.variants]
+    metric = BENCHMARKS[task.benchmark].metric
+    scores = Scores({v.name: {u: [] for u in task.units} for v in chosen}, [])
+    memories = _memories(store, task.benchmark, chosen)
+    for question in store.questions:
+        if not _scored(question, metric):
+            continue
+        scores.categories.append(str(question.category))
+        for u in task.units:
+            for name, context in _contexts(memories, chosen, question.text, u).items():
+                value = question_scores(question, context.text, context.record_ids)[metric]
+                scores.rows[name][u].append(float(value))  # type: ignore[arg-type]
+    return scores
+
+
+def _merged(parts: list[Scores]) -> Scores:
+    first = parts[0]
+    rows = {
+        name: {u: [x for p in parts for x in p.rows[name][u]] for u in by_u}
+        for name, by_u in first.rows.items()
+    }
+    return Scores(rows, [c for p in parts for c in p.categories])
 
 
 @dataclass
