@@ -6,7 +6,7 @@
 
 Runs under PYTHONHASHSEED=0 (it re-executes itself when unset), as exact
 mode requires. Typed errors become one line on stderr and exit code 2; a closed stdout ends it
-quietly (:mod:`muster_exact.pipes`).
+quietly (:mod:`muster_exact.core.pipes`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from omegaconf import DictConfig
 
 from harness.config import ConfigError, check, register
 from harness.seed import ensure_hash_seed
-from muster_exact.errors import MusterError
-from muster_exact.pipes import closed_stdout
-from muster_exact.registry import Registry
-from muster_exact.shipped import shipped
+from muster_exact.core.errors import MusterError
+from muster_exact.core.pipes import closed_stdout
+from muster_exact.core.registry import Registry
+from muster_exact.core.shipped import shipped
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"

@@ -14,7 +14,7 @@ The audit names questions ``locomo_K_qaN``: K is the conversation's position
 in ``locomo10.json`` and N the index into that conversation's ``qa`` list over
 ALL entries, category 5 included (in conv-30 some category-5 entries sit
 between others, so counting only categories 1-4 lands on the wrong question).
-Our name is ``f"{sample_id}#q{N:04d}"`` (``muster_exact.corpora.locomo_questions``).
+Our name is ``f"{sample_id}#q{N:04d}"`` (``muster_exact.verify.corpora.locomo_questions``).
 Every id is checked against LoCoMo's question text when it is read.
 """
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from muster_exact.corpora import LOCOMO
-from muster_exact.errors import DataError
+from muster_exact.core.errors import DataError
+from muster_exact.verify.corpora import LOCOMO
 
 # The benchmark whose judge is audited, and the files (under the data root) the audit reads.
 BENCHMARK = "locomo"

@@ -30,7 +30,7 @@ from harness.judging import Request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptError, PromptSet, Template
 from harness.runs import StageOrderError
-from muster_exact.corpora import BenchmarkStore, Question
+from muster_exact.verify.corpora import BenchmarkStore, Question
 
 Judged = dict[str, Any]  # a question, or a saved judged line (question, gold, category, answer...)
 Verdicts = dict[str, list[float | None]]  # slot -> the judge's verdict per run

@@ -7,7 +7,7 @@ config is composed, not at minute 40 of a run; :func:`check` then holds the
 rules between values that a type cannot say, before any stage starts.
 
 A group whose fields a library dataclass already defines (a preset:
-:class:`muster_exact.presets.Preset`; a reader or judge endpoint:
+:class:`muster_exact.memory.presets.Preset`; a reader or judge endpoint:
 :class:`harness.llm.Endpoint`) takes its schema from that dataclass
 (:func:`schema`), so a field is written once.
 """
@@ -25,8 +25,9 @@ from omegaconf import MISSING, DictConfig
 
 from harness import registries
 from harness.llm import Endpoint
-from muster_exact import models, presets
-from muster_exact.errors import MusterError
+from muster_exact import models
+from muster_exact.core.errors import MusterError
+from muster_exact.memory import presets
 
 
 def schema(name: str, source: type, *extra: tuple[str, Any, Any]) -> type[Any]:

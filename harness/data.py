@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from muster_exact.errors import DataError, ManifestError
+from muster_exact.core.errors import DataError, ManifestError
 
 
 def sha256_file(path: Path) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from muster_exact.errors import MusterError
+from muster_exact.core.errors import MusterError
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from harness.systems import Memories
-from muster_exact.corpora import BenchmarkStore
 from muster_exact.memory import build
 from muster_exact.rules import EXACT, NATIVE
+from muster_exact.verify.corpora import BenchmarkStore
 
 _MEMORIES: OrderedDict[tuple[str, ...], tuple[Memories, float]] = OrderedDict()
 _MEMORY_SLOTS = 64

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.scorers.mab import normalise
-from muster_exact.corpora import Question
+from muster_exact.verify.corpora import Question
 
 __all__ = ["HEADLINE", "normalise", "question_scores"]
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from muster_exact.errors import ManifestError, MusterError
+from muster_exact.core.errors import ManifestError, MusterError
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig

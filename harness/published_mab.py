@@ -28,7 +28,7 @@ from pathlib import Path
 
 from harness.data import DataRoot
 from harness.scorers import mab as scorer
-from muster_exact.errors import DataError
+from muster_exact.core.errors import DataError
 
 OUTPUTS = "memoryagentbench/outputs"
 BASELINE = f"{OUTPUTS}/nous_paper_baseline"

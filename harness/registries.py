@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from muster_exact.registry import Registry
+from muster_exact.core.registry import Registry
 
 GROUPS: Registry[Registry[Any]] = Registry(
     "config group",
     {
         "benchmark": "harness.benchmarks:REGISTRY",
-        "preset": "muster_exact.presets:REGISTRY",
+        "preset": "muster_exact.memory.presets:REGISTRY",
         "models": "muster_exact.models:PROFILES",
         "system": "harness.systems:REGISTRY",
         "stage": "harness.app:STAGES",

@@ -30,8 +30,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.run_record import utc_now
 from muster_exact import __version__ as library_version
-from muster_exact import presets
-from muster_exact.errors import MusterError
+from muster_exact.core.errors import MusterError
+from muster_exact.memory import presets
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The systems the harness runs: MUSTER (exact and native), baselines and ablations, by name.
 
-Their retrieval logic lives in the library (``muster_exact.variants`` and
+Their retrieval logic lives in the library (``muster_exact.memory.variants`` and
 ``muster_exact.rules``); the harness only names them, says which rules each
 runs, and gives budgeted baselines their token budget.
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from muster_exact import rules, variants
-from muster_exact.assemble import Context
+from muster_exact import rules
 from muster_exact.channels import Recent
-from muster_exact.memory import Memory
-from muster_exact.registry import Registry
+from muster_exact.core.registry import Registry
+from muster_exact.memory import Memory, variants
+from muster_exact.retrieve.assemble import Context
 
 NATIVE = "muster_native"
 

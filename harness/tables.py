@@ -22,7 +22,7 @@ from harness.benchmark import Benchmark
 from harness.judging import question_metrics
 from harness.metrics import HEADLINE
 from harness.systems import MUSTER_ROWS
-from muster_exact.variants import BUDGETED
+from muster_exact.memory.variants import BUDGETED
 
 METRICS = ("evidence_recall", "evidence_hit", "answer_in_context")
 BOOTSTRAP = 1000

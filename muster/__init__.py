@@ -1,7 +1,7 @@
 """``import muster``: the MUSTER library under the name its distribution (muster-memory) documents.
 
 The public API is :mod:`muster_exact`'s, the same objects: ``muster.build``,
-``muster.Store``, ``muster.explain``, ``muster.derive``... Every submodule is
+``muster.Store``, ``muster.retrieve.explain``, ``muster.derive``... Every submodule is
 the same module object under both names (``muster.integrations is
 muster_exact.integrations``): importing ``muster.<name>`` imports
 ``muster_exact.<name>`` and binds it (:class:`_Alias`), so a class has one
@@ -46,11 +46,11 @@ from muster_exact import read_file as read_file
 from muster_exact import recut as recut
 
 if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type checker
-    from muster_exact.collection import Collection as Collection
-    from muster_exact.collection import build_collection as build_collection
-    from muster_exact.collection import derive_collection as derive_collection
     from muster_exact.memory import Memory as Memory
     from muster_exact.memory import build as build
+    from muster_exact.memory.collection import Collection as Collection
+    from muster_exact.memory.collection import build_collection as build_collection
+    from muster_exact.memory.collection import derive_collection as derive_collection
 
 __all__ = list(muster_exact.__all__)
 _TARGET = "muster_exact"

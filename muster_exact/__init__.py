@@ -9,9 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from muster_exact.declared import SourceOrder
-from muster_exact.derive import Derived, analyse, derive, recut
-from muster_exact.errors import (
+from muster_exact.core.errors import (
     DataError,
     DeclaredError,
     InputError,
@@ -20,14 +18,16 @@ from muster_exact.errors import (
     PlanError,
     ResourceMissing,
 )
-from muster_exact.explain import explain
-from muster_exact.plan import Plan
-from muster_exact.records import Source, from_records, from_text, read_file
+from muster_exact.derive import Derived, analyse, derive, recut
+from muster_exact.derive.declared import SourceOrder
+from muster_exact.derive.plan import Plan
+from muster_exact.retrieve.explain import explain
 from muster_exact.store import Store, StoreError
+from muster_exact.text.records import Source, from_records, from_text, read_file
 
 if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type checker
-    from muster_exact.collection import Collection, build_collection, derive_collection
     from muster_exact.memory import Memory, build
+    from muster_exact.memory.collection import Collection, build_collection, derive_collection
 
 __version__ = "0.1.0"
 
@@ -67,9 +67,9 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 LAZY = {
     "build": "memory",
     "Memory": "memory",
-    "build_collection": "collection",
-    "derive_collection": "collection",
-    "Collection": "collection",
+    "build_collection": "memory.collection",
+    "derive_collection": "memory.collection",
+    "Collection": "memory.collection",
 }
 
 

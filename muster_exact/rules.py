@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from muster_exact.channels.dense import POOLINGS
-from muster_exact.errors import InputError
-from muster_exact.lexical import ANALYSERS
-from muster_exact.pieces import PIECE_RULES
-from muster_exact.rerank import FUSIONS
+from muster_exact.core.errors import InputError
+from muster_exact.derive.pieces import PIECE_RULES
+from muster_exact.retrieve.rerank import FUSIONS
+from muster_exact.text.lexical import ANALYSERS
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "unit_size": ("budget", "window"),
@@ -44,9 +44,9 @@ class Rules:
     # Record-store units up to the record budget, or also no longer than the embedder's window
     # (a read of U then takes proportionally more of them: Plan.units_to_read).
     unit_size: str = "budget"
-    pieces: str = "records"  # what the embedder sees of a long unit (muster_exact.pieces)
+    pieces: str = "records"  # what the embedder sees of a long unit (muster_exact.derive.pieces)
     pooling: str = "max"  # how piece scores make a unit's dense score
-    lexical: str = "words"  # the BM25 analyser (muster_exact.lexical)
+    lexical: str = "words"  # the BM25 analyser (muster_exact.text.lexical)
     fusion: str = "rrf"  # candidate order without a cross-encoder
     floors: str = "reserved"  # the plan's floors, or none (every slot by the candidate order)
     floor_order: str = "fused"  # floors taken in the fused order, or in each channel's own

@@ -22,9 +22,9 @@ import rank_bm25
 
 from muster_exact import __version__, analyse
 from muster_exact.channels.bm25 import EMPTY, BM25Channel
-from muster_exact.corpora import find_stores
-from muster_exact.lexical import analyser
 from muster_exact.memory import unit_texts
+from muster_exact.text.lexical import analyser
+from muster_exact.verify.corpora import find_stores
 
 STORES = ("conv-26", "beam-100K-1", "beam-1M-6", "factconsolidation_sh_262k")
 ANALYSER = "standard"

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from muster_exact import __version__, analyse, tokens
-from muster_exact.corpora import BenchmarkStore, beam_stores, find_stores
-from muster_exact.records import RECORD_SEPARATOR, from_text
+from muster_exact import __version__, analyse
+from muster_exact.text import tokens
+from muster_exact.text.records import RECORD_SEPARATOR, from_text
+from muster_exact.verify.corpora import BenchmarkStore, beam_stores, find_stores
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:

@@ -8,7 +8,7 @@ pieces the model actually reads (each sequence truncated at its window),
 seconds with no vector cache, and both rates. Ratios are measured in one
 run, on one machine, one rule after the other.
 
-The CPU profile embeds on numpy (``muster_exact.numpy_bert``); the torch float64 path computes
+The CPU profile embeds on numpy (``muster_exact.models.numpy_bert``); the torch float64 path computes
 the same vectors (``models.SentenceTransformerEmbedder``). The second table runs both on the same
 pieces, one after the other in this process, and counts the vectors that differ (the goal: 0);
 the third times one short query, as a read embeds it.
@@ -26,10 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from muster_exact import __version__
-from muster_exact.corpora import beam_chat_file, beam_source, locomo_stores
 from muster_exact.memory import embedding_pieces, planned
 from muster_exact.models import SentenceTransformerEmbedder, load_embedder, load_window, profile
 from muster_exact.rules import EXACT
+from muster_exact.verify.corpora import beam_chat_file, beam_source, locomo_stores
 
 MODELS = "cpu-small"
 

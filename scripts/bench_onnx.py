@@ -33,10 +33,11 @@ from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
 from harness.metrics import question_scores  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
-from muster_exact import __version__, tokens  # noqa: E402
+from muster_exact import __version__  # noqa: E402
+from muster_exact.cache.vectors import VectorCache, text_key  # noqa: E402
 from muster_exact.memory import build, embedding_pieces, planned, rules_of  # noqa: E402
 from muster_exact.models import load_embedder, profile  # noqa: E402
-from muster_exact.vectors import VectorCache, text_key  # noqa: E402
+from muster_exact.text import tokens  # noqa: E402
 
 PROFILES = ("cpu-small", "cpu-small-onnx", "cpu-small-onnx-int8")
 UNITS = (10, 20)

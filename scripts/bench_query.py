@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from muster_exact import __version__
-from muster_exact.corpora import beam_chat_file, beam_source, locomo_sessions, locomo_stores
 from muster_exact.memory import build
-from muster_exact.records import Source
+from muster_exact.text.records import Source
+from muster_exact.verify.corpora import beam_chat_file, beam_source, locomo_sessions, locomo_stores
 
 BUILD_STAGES = ("detect", "cut", "bm25", "graph", "embed")
 QUERY_STAGES = ("dense", "bm25", "graph", "rerank", "select+assemble")

@@ -48,7 +48,7 @@ from typing import Any
 
 from bench_store import chat_records, seed_vectors  # the store bench's records and vector seeding
 
-from muster_exact import progress
+from muster_exact.core import progress
 
 MODELS = "cpu-small"
 LEVELS = {"1M": 1_000_000, "10M": 10_000_000}
@@ -83,8 +83,8 @@ def chats(data: Path, target: str) -> tuple[list[dict[str, str]], list[str], lis
     """Message records of the 1M chats, then the 100K chats, in folder order until ``target``
     tokens; their questions."""
     goal = LEVELS.get(target) or int(target)
-    from muster_exact import tokens
-    from muster_exact.corpora import beam_chat_file
+    from muster_exact.text import tokens
+    from muster_exact.verify.corpora import beam_chat_file
 
     folders = [folder for size in ("1M", "100K") for folder in _chat_folders(data, size)]
     records: list[dict[str, str]] = []
@@ -234,10 +234,10 @@ def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
     not depend on the values, and nothing is embedded but the queries)."""
     import numpy as np
 
-    from muster_exact.memo import Memo
+    from muster_exact.cache.memo import Memo
+    from muster_exact.cache.vectors import VectorCache, text_key
     from muster_exact.memory import build, indexes, planned, rules_of
     from muster_exact.models import load_embedder
-    from muster_exact.vectors import VectorCache, text_key
 
     records, questions, used, total = chats(data, level)
     out, fresh = adds(level, records, used, total, work)
@@ -274,7 +274,7 @@ def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
 def embed_rate(embedder: Any, texts: list[str]) -> dict[str, float]:
     """The embedder's rate on a sample of the store's own pieces, spread evenly over it, computed
     afresh (no cache): pieces/s and cl100k tokens/s."""
-    from muster_exact import tokens
+    from muster_exact.text import tokens
 
     step = max(1, len(texts) // EMBED_SAMPLE)
     sample = texts[::step][:EMBED_SAMPLE]
@@ -286,7 +286,7 @@ def embed_rate(embedder: Any, texts: list[str]) -> dict[str, float]:
 
 def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
     """``n`` messages of the first chat not in the store."""
-    from muster_exact.corpora import beam_chat_file
+    from muster_exact.verify.corpora import beam_chat_file
 
     for folder in [folder for size in ("1M", "100K") for folder in _chat_folders(data, size)]:
         chat_file = beam_chat_file(folder)
@@ -298,9 +298,9 @@ def chats_after(data: Path, used: list[str], n: int) -> list[dict[str, str]]:
 
 def child_build(level: str, data: Path, work: Path) -> dict[str, Any]:
     """``build()`` as a library call with a fresh memo, and the queries over it."""
+    from muster_exact.cache.vectors import VectorCache
     from muster_exact.memory import build
     from muster_exact.models import load_embedder
-    from muster_exact.vectors import VectorCache
 
     records, questions, _, _ = chats(data, level)
     say(f"{level}: build() of {len(records):,} records (vectors from the bench's cache)")

@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 from muster_exact import __version__
-from muster_exact.corpora import locomo_sessions
+from muster_exact.verify.corpora import locomo_sessions
 
 
 def free_port() -> int:

@@ -35,11 +35,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from muster_exact import __version__, tokens
-from muster_exact.corpora import beam_chat_file, beam_messages
+from muster_exact import __version__
+from muster_exact.cache.vectors import VectorCache
 from muster_exact.memory import build
 from muster_exact.store import Store
-from muster_exact.vectors import VectorCache
+from muster_exact.text import tokens
+from muster_exact.verify.corpora import beam_chat_file, beam_messages
 
 MODELS = "cpu-small"
 BASE_CHAT = "beam/1M/6"

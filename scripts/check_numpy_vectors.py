@@ -1,6 +1,6 @@
 """The CPU profile's vectors on numpy against the torch float64 path's, on every benchmark store.
 
-Issue 29: the numpy forward pass (``muster_exact.numpy_bert``) must give the vectors the torch
+Issue 29: the numpy forward pass (``muster_exact.models.numpy_bert``) must give the vectors the torch
 float64 path gave, after the float32 rounding, on every piece ``make reproduce`` embeds. Those
 vectors are in the vector cache (``$MUSTER_HOME/vectors.sqlite``), computed by the torch path
 before the numpy one existed and keyed by the same ``model_id``. For every reproduced benchmark
@@ -26,15 +26,17 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import benchmarks, reproduction  # noqa: E402
-from muster_exact import __version__, progress, tokens  # noqa: E402
-from muster_exact.corpora import benchmark_stores  # noqa: E402
-from muster_exact.memo import Memo  # noqa: E402
+from muster_exact import __version__  # noqa: E402
+from muster_exact.cache.memo import Memo  # noqa: E402
+from muster_exact.cache.vectors import VectorCache, default_path, text_key  # noqa: E402
+from muster_exact.core import progress  # noqa: E402
+from muster_exact.core.shipped import shipped  # noqa: E402
 from muster_exact.memory import indexes, planned, rules_of  # noqa: E402
 from muster_exact.models import load_embedder, profile  # noqa: E402
-from muster_exact.numpy_bert import NumpyEmbedder  # noqa: E402
-from muster_exact.shipped import shipped  # noqa: E402
-from muster_exact.vectors import VectorCache, default_path, text_key  # noqa: E402
-from muster_exact.verify_contexts import load, manifest_paths  # noqa: E402
+from muster_exact.models.numpy_bert import NumpyEmbedder  # noqa: E402
+from muster_exact.text import tokens  # noqa: E402
+from muster_exact.verify.contexts import load, manifest_paths  # noqa: E402
+from muster_exact.verify.corpora import benchmark_stores  # noqa: E402
 
 MODELS = "cpu-small"
 BATCH = 2_000  # pieces compared per step (bounded memory, progress between steps)
@@ -175,7 +177,7 @@ def main() -> None:
         "",
         "Every piece a build of each reproduced benchmark store (those its context manifests pin) "
         "embeds (exact mode with the family's "
-        "preset and native mode), computed afresh on numpy (`muster_exact.numpy_bert`) and compared "
+        "preset and native mode), computed afresh on numpy (`muster_exact.models.numpy_bert`) and compared "
         "with the vector the torch float64 path cached for it under the same model id. A row differs "
         "if any of its 384 float32 values does. A piece two benchmarks share (LoCoMo-Refined's are "
         "LoCoMo's) is computed once; where fewer pieces were compared than there are, every N-th "

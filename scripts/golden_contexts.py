@@ -19,10 +19,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from muster_exact import presets
-from muster_exact.corpora import beam_stores, locomo_stores, mab_stores
-from muster_exact.memory import build
+from muster_exact.memory import build, presets
 from muster_exact.rules import EXACT, NATIVE
+from muster_exact.verify.corpora import beam_stores, locomo_stores, mab_stores
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden" / "contexts.json"
 QUESTIONS_PER_STORE = 5

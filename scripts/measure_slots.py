@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from muster_exact import analyse
-from muster_exact.corpora import MAB_CONFLICT, mab_stores
+from muster_exact.verify.corpora import MAB_CONFLICT, mab_stores
 
 
 def _norm(text: str) -> str:

@@ -47,10 +47,10 @@ from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
 from harness.metrics import question_scores  # noqa: E402
 from harness.tables import BOOTSTRAP, SEED, bootstrap_ci  # noqa: E402
-from muster_exact import tokens, variants  # noqa: E402
-from muster_exact.corpora import LOCOMO, LOCOMO_REFINED_RAW, BenchmarkStore, Question, locomo_sessions  # noqa: E402
-from muster_exact.memory import build  # noqa: E402
+from muster_exact.memory import build, variants  # noqa: E402
 from muster_exact.rules import EXACT, NATIVE  # noqa: E402
+from muster_exact.text import tokens  # noqa: E402
+from muster_exact.verify.corpora import LOCOMO, LOCOMO_REFINED_RAW, BenchmarkStore, Question, locomo_sessions  # noqa: E402
 
 ADAPTERS = REPO / "scripts" / "peers"
 PEERS = tuple(sorted(p.stem.removeprefix("run_") for p in ADAPTERS.glob("run_*.py")))

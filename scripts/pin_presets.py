@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from muster_exact import presets
+from muster_exact.memory import presets
 
 MANIFEST = Path(__file__).resolve().parent.parent / "manifests" / "presets.json"
 

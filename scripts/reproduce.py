@@ -52,8 +52,9 @@ from harness.reproduction import (  # noqa: E402
     reproduced,
 )
 from harness.systems import SYSTEMS  # noqa: E402
-from muster_exact import verify, verify_contexts  # noqa: E402
-from muster_exact.errors import ManifestError  # noqa: E402
+from muster_exact import verify  # noqa: E402
+from muster_exact.core.errors import ManifestError  # noqa: E402
+from muster_exact.verify import contexts as verify_contexts  # noqa: E402
 
 PINNED = {"muster": "exact", "muster_native": "native"}
 

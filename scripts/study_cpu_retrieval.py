@@ -57,12 +57,16 @@ from harness.data import DataRoot  # noqa: E402
 from harness.metrics import question_scores  # noqa: E402
 from harness.runs import library_sha256  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
-from muster_exact import rules, variants  # noqa: E402
-from muster_exact.assemble import Context  # noqa: E402
+from muster_exact import rules  # noqa: E402
 from muster_exact.channels import pool_size  # noqa: E402
-from muster_exact.memory import Memory, build  # noqa: E402
-from muster_exact.rerank import fuse  # noqa: E402
-from muster_exact.tokens import resource_dir  # noqa: E402
+from muster_exact.memory import (  # noqa: E402
+    Memory,
+    build,
+    variants,
+)
+from muster_exact.retrieve.assemble import Context  # noqa: E402
+from muster_exact.retrieve.rerank import fuse  # noqa: E402
+from muster_exact.text.tokens import resource_dir  # noqa: E402
 
 BEAM_1M_SUBSET = ("3", "6", "8", "10", "32")
 BEAM_1M_HELD_OUT = ("4", "7", "9", "31")

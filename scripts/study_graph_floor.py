@@ -24,10 +24,9 @@ from harness import benchmarks  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
 from harness.metrics import normalise  # noqa: E402
-from muster_exact import variants  # noqa: E402
-from muster_exact.assemble import record_label  # noqa: E402
 from muster_exact.channels.graph import GraphChannel  # noqa: E402
-from muster_exact.memory import build  # noqa: E402
+from muster_exact.memory import build, variants  # noqa: E402
+from muster_exact.retrieve.assemble import record_label  # noqa: E402
 from muster_exact.rules import EXACT  # noqa: E402
 
 BENCHMARKS = {

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from muster_exact.channels import top_k
 from muster_exact.channels.bm25 import EMPTY, BM25Channel, BM25Index, Document, Vocabulary
-from muster_exact.lexical import analyser
+from muster_exact.derive.pieces import record_spans
 from muster_exact.memory import Memory
-from muster_exact.pieces import record_spans
+from muster_exact.text.lexical import analyser
 
 FEEDBACK_DOCS, FEEDBACK_TERMS, ORIGINAL_WEIGHT = 10, 10, 0.5  # Anserini's RM3 defaults
 MAX_DOCUMENT_SHARE = 0.1  # Anserini drops feedback terms found in more than 10% of documents

@@ -1,7 +1,7 @@
 """Benchmarks, one module each (see :mod:`harness.benchmark`), registered lazily by name.
 
 Every benchmark yields stores in one internal shape
-(:class:`muster_exact.corpora.BenchmarkStore`: records with ids, and
+(:class:`muster_exact.verify.corpora.BenchmarkStore`: records with ids, and
 questions with id, text, gold, category and evidence ids), in a fixed order.
 Adding a benchmark is one module here, one registration below and one
 ``conf/benchmark/<name>.yaml``; the stages, the tables and
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 from harness.benchmark import Benchmark
 from harness.config import BenchmarkConfig, ConfigError
-from muster_exact.corpora import BenchmarkStore
-from muster_exact.registry import Registry
+from muster_exact.core.registry import Registry
+from muster_exact.verify.corpora import BenchmarkStore
 
 REGISTRY: Registry[Benchmark] = Registry(
     "benchmark",

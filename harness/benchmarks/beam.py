@@ -22,7 +22,7 @@ from harness.judging import Request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, official
 from harness.scorers import beam as scorer
-from muster_exact.corpora import BEAM_DIR, BenchmarkStore, beam_chat_file, beam_stores
+from muster_exact.verify.corpora import BEAM_DIR, BenchmarkStore, beam_chat_file, beam_stores
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from harness.judging import Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
 from harness.scorers import locomo as scorer
-from muster_exact.corpora import LOCOMO, BenchmarkStore, Question, locomo_stores
+from muster_exact.verify.corpora import LOCOMO, BenchmarkStore, Question, locomo_stores
 
 FILE = str(LOCOMO)
 ADVERSARIAL = "5"

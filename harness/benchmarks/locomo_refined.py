@@ -16,7 +16,7 @@ from harness.judging import Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, official
 from harness.scorers import locomo_refined as scorer
-from muster_exact.corpora import (
+from muster_exact.verify.corpora import (
     LOCOMO_REFINED_QUESTIONS,
     LOCOMO_REFINED_RAW,
     BenchmarkStore,

@@ -35,9 +35,9 @@ from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
 from harness.judging import Request, verdict_metrics, yes_no_request
-from muster_exact.corpora import BenchmarkStore, Question, present
-from muster_exact.errors import DataError
-from muster_exact.records import Source
+from muster_exact.core.errors import DataError
+from muster_exact.text.records import Source
+from muster_exact.verify.corpora import BenchmarkStore, Question, present
 
 SPLITS = ("longmemeval_s", "longmemeval_m", "longmemeval_oracle")
 

@@ -28,9 +28,9 @@ from harness.judging import Request, verdict_metrics, yes_no_request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
 from harness.scorers import mab as scorer
-from muster_exact.corpora import MAB_CONFLICT, BenchmarkStore, Question, mab_questions, mab_stores
-from muster_exact.errors import DataError
-from muster_exact.records import from_text
+from muster_exact.core.errors import DataError
+from muster_exact.text.records import from_text
+from muster_exact.verify.corpora import MAB_CONFLICT, BenchmarkStore, Question, mab_questions, mab_stores
 
 CONFLICT_JSON = str(MAB_CONFLICT)
 # Sources judged by an LLM (LongMemEval questions); the rest are lexical only.

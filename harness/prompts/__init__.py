@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from muster_exact.errors import MusterError
+from muster_exact.core.errors import MusterError
 
 MUSTER_FILE = Path(__file__).with_name("muster.yaml")
 SETS = ("official", "muster")

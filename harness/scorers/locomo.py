@@ -37,7 +37,7 @@ from collections.abc import Callable
 from functools import cache
 
 from harness.scorers import overlap
-from muster_exact.errors import ResourceMissing
+from muster_exact.core.errors import ResourceMissing
 
 ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
 

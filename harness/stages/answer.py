@@ -29,9 +29,9 @@ from harness.pinned import describe, pinned_files
 from harness.prompts import Template
 from harness.prompts import load as load_prompts
 from harness.runs import StageOrderError, saved_contexts
-from muster_exact import progress
-from muster_exact.corpora import BenchmarkStore, Question
-from muster_exact.errors import MusterError
+from muster_exact.core import progress
+from muster_exact.core.errors import MusterError
+from muster_exact.verify.corpora import BenchmarkStore, Question
 
 log = logging.getLogger(__name__)
 

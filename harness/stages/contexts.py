@@ -27,8 +27,8 @@ from harness.data import DataRoot
 from harness.memories import memory_for
 from harness.metrics import question_scores
 from harness.tables import write_run_tables
-from muster_exact import progress
-from muster_exact.corpora import BenchmarkStore
+from muster_exact.core import progress
+from muster_exact.verify.corpora import BenchmarkStore
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from harness.pinned import PinnedFiles, describe, pinned_files
 from harness.prompts import PromptSet
 from harness.prompts import load as load_prompts
 from harness.tables import write_judged_tables
-from muster_exact import progress
+from muster_exact.core import progress
 
 log = logging.getLogger(__name__)
 

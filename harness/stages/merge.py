@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from harness import runs
 from harness.tables import write_run_tables
-from muster_exact.errors import DataError
+from muster_exact.core.errors import DataError
 
 
 def run(cfg: DictConfig, repo: Path) -> Path:

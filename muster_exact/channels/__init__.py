@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from muster_exact.registry import Registry
+from muster_exact.core.registry import Registry
 
 T = TypeVar("T")
 CACHE_SIZE = 4096

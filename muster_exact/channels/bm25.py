@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from muster_exact.cache.memo import Codec, Memo, counts, strings
 from muster_exact.channels import Proposals, Recent, top_k
-from muster_exact.lexical import STORED_AS, analyser
-from muster_exact.memo import Codec, Memo, counts, strings
 from muster_exact.models import require
+from muster_exact.text.lexical import STORED_AS, analyser
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,7 +1,7 @@
 """Dense retrieval: cosine between the query vector and piece vectors, pooled per unit.
 
 A unit the embedder reads whole is one piece; a longer one is several
-(``muster_exact.pieces``). A unit's score is the max of its pieces' cosines
+(``muster_exact.derive.pieces``). A unit's score is the max of its pieces' cosines
 (``max``), or their mean (``mean``, measured as the alternative).
 """
 

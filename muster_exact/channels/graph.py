@@ -1,6 +1,6 @@
 """The parent graph: parents linked by shared entities, walked from the query's entities.
 
-Build: every unit's entities (``muster_exact.entities``; on numbered logs also
+Build: every unit's entities (``muster_exact.text.entities``; on numbered logs also
 its slot) are pooled per parent, giving a bipartite parent-entity graph.
 Query: the query's entities that the store knows seed a personalised walk
 over that graph; an entity's seed weight and its share of a parent's
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from muster_exact.channels import Proposals, Recent
-from muster_exact.entities import query_entities
 from muster_exact.models import require
+from muster_exact.text.entities import query_entities
 
 if TYPE_CHECKING:
     import numpy as np

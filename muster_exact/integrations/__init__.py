@@ -5,7 +5,7 @@
 * :mod:`.langgraph_node`: a LangGraph node that recalls into state and remembers the turn
   (``pip install langgraph``).
 
-A missing framework raises :class:`muster_exact.optional.MissingExtra` (:func:`require`).
+A missing framework raises :class:`muster_exact.core.optional.MissingExtra` (:func:`require`).
 
 All of them call :class:`muster_exact.serve.backend.Backend`, and turn a typed
 library error into a message the model can read (``error: ...``) rather than
@@ -18,8 +18,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from muster_exact import optional
-from muster_exact.errors import MusterError
+from muster_exact.core import optional
+from muster_exact.core.errors import MusterError
 
 
 def told(call: Callable[[], Any]) -> str:
@@ -32,6 +32,6 @@ def told(call: Callable[[], Any]) -> str:
 
 
 def require(module: str, package: str) -> Any:
-    """A framework an integration needs (:func:`muster_exact.optional.require`), ``package`` its
+    """A framework an integration needs (:func:`muster_exact.core.optional.require`), ``package`` its
     name on PyPI."""
     return optional.require(module, f"pip install {package}")

@@ -9,7 +9,7 @@ Each Document is one selected passage (what ``search_memory`` lists): its
 verbatim text, and in ``metadata`` the unit id, the ids of the records it
 holds, the channels that proposed it, its rerank rank and score, and why it
 was kept. This module needs langchain-core; importing it without raises
-:class:`~muster_exact.optional.MissingExtra`.
+:class:`~muster_exact.core.optional.MissingExtra`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ the context goes to ``state["memory"]`` and ``remember_node`` keeps
 ``state["answer"]``. ``question_key``, ``memory_key`` and ``answer_key`` name
 custom keys instead (``class State(MessagesState): memory: str`` with
 ``memory_key="memory"`` keeps the context out of the messages). A state with
-none of them raises :class:`~muster_exact.errors.InputError` naming the keys
+none of them raises :class:`~muster_exact.core.errors.InputError` naming the keys
 it looked for. A turn id in ``state["turn_id"]``, else the message's own id,
 makes both idempotent: a retried turn is remembered once.
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from muster_exact.errors import InputError
+from muster_exact.core.errors import InputError
 from muster_exact.integrations import require
 from muster_exact.serve.backend import Backend
 

@@ -5,7 +5,7 @@ coerces or defaults them first), validates them with the library's own
 rules, and returns plain JSON-ready dicts, so the MCP tools, the HTTP routes
 and the framework tools are thin shells around it and refuse the same input
 with the same message. Errors are the library's typed errors
-(:class:`~muster_exact.errors.InputError` for what the caller sent,
+(:class:`~muster_exact.core.errors.InputError` for what the caller sent,
 :class:`~muster_exact.store.StoreError` for the file); each server turns them
 into its own answers in one place, through :meth:`Backend.explain`, which
 never shows the store's path.
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from muster_exact.assemble import Context, record_label
-from muster_exact.errors import ErasePending, InputError, MusterError
-from muster_exact.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
+from muster_exact.core.errors import ErasePending, InputError, MusterError
+from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
+from muster_exact.retrieve.assemble import Context, record_label
 from muster_exact.store import (
     DEFAULT_NAMESPACE,
     EMPTY_HEAD,
@@ -39,7 +39,7 @@ from muster_exact.store import (
     check_unicode,
     no_record,
 )
-from muster_exact.store_validation import checked_delete, validate
+from muster_exact.store.validation import checked_delete, validate
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
 DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
@@ -149,11 +149,11 @@ class Backend:
             return {**_context_answer(store.context(query, units)), "head": store.head().to_dict()}
 
     def recall_declared(self, format: Any, records: Any, query: Any, units: Any = None) -> dict[str, Any]:
-        """The context for ``query`` of a declared record array (:mod:`muster_exact.declared`),
+        """The context for ``query`` of a declared record array (:mod:`muster_exact.derive.declared`),
         built in memory with this server's models and never stored (no vector is cached either:
         the records are the caller's, not the store's). The records are checked as an add checks
         them; ``records`` in the answer are their ids, else ``r<index>``."""
-        from muster_exact import declared
+        from muster_exact.derive import declared
         from muster_exact.memory import build
 
         query, units = _checked_read(query, units)

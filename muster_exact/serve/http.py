@@ -11,7 +11,7 @@ write like an add (the same guard, the same token); it answers 200 when the
 text is gone from every file, and 202 with the same body (``erase_pending:
 true``) when another connection's read keeps it on disk until the store's
 next open or write. ``muster http --declared-records`` adds ``POST
-/v1/declared/context`` (:mod:`muster_exact.declared`), behind the same guard;
+/v1/declared/context`` (:mod:`muster_exact.derive.declared`), behind the same guard;
 without the flag it is 404.
 
 A web page can make a browser send requests to a server on 127.0.0.1, so a
@@ -45,9 +45,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from muster_exact import __version__
-from muster_exact.declared import FORMATS
-from muster_exact.errors import InputError, MusterError, ResourceMissing
-from muster_exact.limits import (
+from muster_exact.core.errors import InputError, MusterError, ResourceMissing
+from muster_exact.core.limits import (
     DEFAULT_MAX_BODY,
     MAX_ID_CHARS,
     MAX_QUERY_CHARS,
@@ -55,7 +54,8 @@ from muster_exact.limits import (
     MAX_RECORDS_PER_CALL,
     MAX_UNITS,
 )
-from muster_exact.optional import MissingExtra
+from muster_exact.core.optional import MissingExtra
+from muster_exact.derive.declared import FORMATS
 from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError
 from muster_exact.store import StoreError
 

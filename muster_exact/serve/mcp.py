@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeAlias
 
 from pydantic import PlainValidator, WithJsonSchema
 
-from muster_exact.errors import InputError, MusterError
-from muster_exact.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
+from muster_exact.core.errors import InputError, MusterError
+from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.serve.backend import Backend
 from muster_exact.store import check_unicode
 

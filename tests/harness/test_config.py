@@ -13,8 +13,8 @@ from omegaconf import OmegaConf
 
 from harness.config import ConfigError, check, register
 from harness.llm import Endpoint, endpoint_from
-from muster_exact import presets
-from muster_exact.errors import MusterError
+from muster_exact.core.errors import MusterError
+from muster_exact.memory import presets
 from tests.conftest import REPO
 
 BENCHMARKS = ("locomo", "locomo_refined", "mab", "beam")
@@ -101,7 +101,7 @@ def test_a_question_limit_below_one_is_refused() -> None:
 def test_a_store_subset_keeps_the_named_stores_and_refuses_an_unknown_one() -> None:
     from harness.benchmarks import selected
     from harness.config import BenchmarkConfig
-    from muster_exact.corpora import BenchmarkStore, Question
+    from muster_exact.verify.corpora import BenchmarkStore, Question
 
     def stores():
         for name in ("a", "b", "c"):

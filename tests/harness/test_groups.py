@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from harness import registries
 from harness.app import GROUP_ROOTS, check_choices, group_dir
 from harness.config import ConfigError, check, preset_family, register
-from muster_exact import presets
+from muster_exact.memory import presets
 from tests.conftest import REPO
 
 CONF = REPO / "conf"

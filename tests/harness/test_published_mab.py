@@ -22,7 +22,7 @@ import pytest
 
 from harness import published_mab
 from harness.data import DataRoot, sha256_file
-from muster_exact.errors import DataError
+from muster_exact.core.errors import DataError
 from tests.conftest import REPO
 
 TABLES = ("published.csv", "published.md", "published_mab.csv", "published_mab.md")

@@ -71,7 +71,7 @@ def test_no_benchmark_is_named_outside_its_registration() -> None:
 
 
 def test_the_library_never_imports_the_harness() -> None:
-    """``muster verify`` presents benchmark stores from ``muster_exact.corpora`` alone."""
+    """``muster verify`` presents benchmark stores from ``muster_exact.verify.corpora`` alone."""
     library = sorted((REPO / "muster_exact").rglob("*.py"))
     found = [
         f"{path.relative_to(REPO)}: {module}"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from muster_exact import verify_contexts
+from muster_exact.verify import contexts as verify_contexts
 from tests.conftest import run_muster
 from tests.harness.test_stages import contexts_file, harness, tiny  # noqa: F401  (the fixture)
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from harness import audit
-from muster_exact.corpora import Question, locomo_questions
-from muster_exact.errors import DataError
+from muster_exact.core.errors import DataError
+from muster_exact.verify.corpora import Question, locomo_questions
 
 FC = "locomo/outputs/locomo-audit_fc-baseline/{}/eval_results.json"
 AP = "locomo/outputs/locomo-audit_ap-baseline/{}/ap_eval_results_scored.json"

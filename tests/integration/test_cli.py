@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact import Plan, progress
+from muster_exact import Plan
 from muster_exact.cli import build_parser
-from muster_exact.pipes import EXIT_CLOSED_PIPE
+from muster_exact.core import progress
+from muster_exact.core.pipes import EXIT_CLOSED_PIPE
 from tests.conftest import REPO, run_muster
 
 

@@ -1,5 +1,5 @@
 """Two stores read side by side: a Mem0-style export beside the LoCoMo conversation it was
-written from (``muster_exact.collection``).
+written from (``muster_exact.memory.collection``).
 
 The export is LoCoMo's own per-session observations of conv-26 (facts a model wrote about the
 conversation, each with the turn it came from), one memory per line in write order, numbered as
@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 import muster_exact
-from muster_exact import tokens
-from muster_exact.collection import Collection, MemberBlock
-from muster_exact.corpora import locomo_sessions
-from muster_exact.errors import InputError
+from muster_exact.core.errors import InputError
 from muster_exact.memory import planned
-from muster_exact.select import apportioned
+from muster_exact.memory.collection import Collection, MemberBlock
+from muster_exact.retrieve.select import apportioned
+from muster_exact.text import tokens
+from muster_exact.verify.corpora import locomo_sessions
 from tests.conftest import data_root
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact.errors import ResourceMissing
+from muster_exact.core.errors import ResourceMissing
 from muster_exact.memory import build
 from muster_exact.models import (
     PACKAGED_MINILM,

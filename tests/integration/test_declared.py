@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from muster_exact import SourceOrder
-from muster_exact.declared import Envelope
+from muster_exact.derive.declared import Envelope
 from muster_exact.memory import build
 from tests.conftest import run_muster
 

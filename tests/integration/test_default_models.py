@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact.errors import EmbedderMismatch, ResourceMissing
+from muster_exact.core.errors import EmbedderMismatch, ResourceMissing
 from muster_exact.models import from_directory, profile, resolve
 from muster_exact.store import Store
 from tests.conftest import REPO, no_hub_env, run_muster

@@ -73,7 +73,7 @@ def test_contexts_identical_across_seeds_and_modes(data: Path, tmp_path: Path) -
 EMBED_SCRIPT = """
 import hashlib, sys
 from pathlib import Path
-from muster_exact.corpora import locomo_stores
+from muster_exact.verify.corpora import locomo_stores
 from muster_exact.memory import build
 store = next(locomo_stores(Path(sys.argv[1]) / "locomo/locomo10.json"))
 memory = build(store.source, models="cpu-small", cache=False)

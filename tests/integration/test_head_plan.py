@@ -12,7 +12,7 @@ import pytest
 
 import muster_exact
 from muster_exact import memory
-from muster_exact.errors import InputError
+from muster_exact.core.errors import InputError
 from muster_exact.store import Head, Store
 from tests.integration.test_store import locomo_records
 

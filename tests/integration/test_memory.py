@@ -8,13 +8,14 @@ import sys
 
 import pytest
 
-from muster_exact import InputError, rules, tokens, variants
+from muster_exact import InputError, rules
 from muster_exact.channels import CHANNEL_ORDER
-from muster_exact.explain import explain
-from muster_exact.memory import build, rules_of
-from muster_exact.plan import Plan
-from muster_exact.presets import PresetError
-from muster_exact.select import scaled_floors
+from muster_exact.derive.plan import Plan
+from muster_exact.memory import build, rules_of, variants
+from muster_exact.memory.presets import PresetError
+from muster_exact.retrieve.explain import explain
+from muster_exact.retrieve.select import scaled_floors
+from muster_exact.text import tokens
 from tests.conftest import run_muster
 
 CHAT = [
@@ -54,7 +55,7 @@ def test_second_build_embeds_nothing(cache) -> None:
 
 
 def test_native_and_exact_give_the_same_context_under_the_same_rules(data, cache) -> None:
-    from muster_exact.corpora import locomo_stores
+    from muster_exact.verify.corpora import locomo_stores
 
     store = next(locomo_stores(data / "locomo/locomo10.json"))
     questions = [q["question"] for q in json.loads((data / "locomo/locomo10.json").read_text())[0]["qa"][:8]]

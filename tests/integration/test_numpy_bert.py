@@ -1,4 +1,4 @@
-"""The CPU profile's embedder on numpy (issue 29, muster_exact/numpy_bert.py).
+"""The CPU profile's embedder on numpy (issue 29, muster_exact/models/numpy_bert.py).
 
 1. Its vectors are the torch float64 path's after the float32 rounding, each component within
    one float32 step (ulp) and almost every vector bit for bit, on real
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from muster_exact import models
-from muster_exact.corpora import beam_stores, locomo_stores
-from muster_exact.numpy_bert import NumpyEmbedder, runs_on_numpy
+from muster_exact.models.numpy_bert import NumpyEmbedder, runs_on_numpy
+from muster_exact.verify.corpora import beam_stores, locomo_stores
 from tests.conftest import REPO, run_muster, torch_blocked_env
 
 pytestmark = pytest.mark.slow

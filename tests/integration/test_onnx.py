@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from muster_exact.cache.vectors import VectorCache
 from muster_exact.memory import build
 from muster_exact.models import SentenceTransformerEmbedder, load_embedder, profile
-from muster_exact.vectors import VectorCache
 
 TEXTS = [
     "Caroline moved to Lisbon in May.",
@@ -75,7 +75,7 @@ def test_without_onnxruntime_the_profile_names_the_extra_to_install(tmp_path) ->
 
 
 def test_a_folder_in_the_exports_place_without_the_model_is_a_clear_error(tmp_path, monkeypatch) -> None:
-    from muster_exact.errors import ResourceMissing
+    from muster_exact.core.errors import ResourceMissing
     from muster_exact.models import onnx_model
 
     monkeypatch.setenv("MUSTER_HOME", str(tmp_path))

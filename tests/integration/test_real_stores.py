@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from muster_exact import analyse, verify
-from muster_exact.corpora import beam_stores, locomo_stores, mab_stores
+from muster_exact.verify.corpora import beam_stores, locomo_stores, mab_stores
 from tests.conftest import REPO, run_muster
 
 pytestmark = pytest.mark.slow
@@ -90,7 +90,7 @@ def test_verify_cuts_fails_on_a_changed_expectation(tmp_path, data: Path) -> Non
 def test_real_stores_derive_identically_across_hash_seeds(data: Path) -> None:
     code = (
         "import hashlib, sys\nfrom pathlib import Path\nfrom muster_exact import analyse\n"
-        "from muster_exact.corpora import find_stores\nh = hashlib.sha256()\n"
+        "from muster_exact.verify.corpora import find_stores\nh = hashlib.sha256()\n"
         "for i, s in enumerate(find_stores(Path(sys.argv[1]))):\n"
         "    if i % 6: continue\n"
         "    d = analyse(s.source)\n"

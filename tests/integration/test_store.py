@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from muster_exact import store as store_module
-from muster_exact import store_file
-from muster_exact.corpora import locomo_sessions
-from muster_exact.errors import InputError
+from muster_exact.core.errors import InputError
 from muster_exact.memory import Memory, build, unit_texts
 from muster_exact.store import Store, StoreError
+from muster_exact.store import file as store_file
+from muster_exact.verify.corpora import locomo_sessions
 from tests.conftest import REPO, data_root
 
 pytestmark = pytest.mark.slow
@@ -734,8 +734,8 @@ NOTES = [
 def test_a_text_file_added_to_a_store_reads_like_the_file(
     tmp_path: Path, line_end: str, separator: str
 ) -> None:
-    from muster_exact.records import read_file
     from muster_exact.store import read_records_file
+    from muster_exact.text.records import read_file
 
     path = tmp_path / "notes.txt"
     path.write_bytes((separator.join(NOTES) + line_end).replace("\n", line_end).encode())

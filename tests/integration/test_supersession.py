@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from muster_exact import rules
-from muster_exact.corpora import mab_stores
 from muster_exact.memory import build
+from muster_exact.verify.corpora import mab_stores
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact.errors import ErasePending, StoreError
+from muster_exact.core.errors import ErasePending, StoreError
 from muster_exact.store import Store
 from tests.conftest import run_muster
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact.errors import StoreCorrupt, StoreFull
+from muster_exact.core.errors import StoreCorrupt, StoreFull
 from muster_exact.store import Store
 from tests.conftest import one_line_error, run_muster
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from muster_exact import derive
-from muster_exact.errors import InputError, StoreError
-from muster_exact.records import from_records, from_text
+from muster_exact.core.errors import InputError, StoreError
 from muster_exact.store import Store
+from muster_exact.text.records import from_records, from_text
 from tests.conftest import REPO, beside, one_line_error, run_muster, sqlite_file
 
 MODELS = "cpu-small"  # delete recomputes the live unit keys: the embedder's tokenizer, no model

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact.errors import InputError
-from muster_exact.records import DEFAULT_MAX_INPUT_BYTES, from_records
+from muster_exact.core.errors import InputError
 from muster_exact.store import MAX_METADATA_DEPTH, Store
+from muster_exact.text.records import DEFAULT_MAX_INPUT_BYTES, from_records
 from tests.conftest import data_root, one_line_error, run_muster
 
 HANG = 60  # seconds: a command that takes longer is hanging

@@ -162,7 +162,7 @@ def test_langgraph_node_with_a_custom_key_and_a_clear_error_without_one(backend:
     pytest.importorskip("langgraph")
     from langgraph.graph import MessagesState
 
-    from muster_exact.errors import InputError
+    from muster_exact.core.errors import InputError
     from muster_exact.integrations.langgraph_node import memory_node
 
     class WithMemory(MessagesState):
@@ -186,7 +186,7 @@ def test_langchain_retriever_returns_documents_with_ids(backend: Backend) -> Non
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
-    from muster_exact.errors import InputError
+    from muster_exact.core.errors import InputError
     from muster_exact.integrations.langchain_tools import MusterRetriever
 
     backend.remember([{"id": "boiler", "text": NOTES[0]}, {"id": "passport", "text": NOTES[1]}])
@@ -210,7 +210,7 @@ def test_the_retriever_without_langchain_core_names_the_package(monkeypatch: pyt
     import sys
 
     import muster_exact.integrations.langchain_tools as tools
-    from muster_exact.optional import MissingExtra
+    from muster_exact.core.optional import MissingExtra
 
     monkeypatch.setitem(sys.modules, "langchain_core.retrievers", None)  # as if not installed
     monkeypatch.delitem(sys.modules, "muster_exact.integrations.langchain_retriever", raising=False)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from muster_exact.errors import InputError
+from muster_exact.core.errors import InputError
 from muster_exact.serve.backend import Backend
 from muster_exact.store import Store
 from tests.conftest import REPO

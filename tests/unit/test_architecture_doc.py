@@ -44,7 +44,7 @@ def test_the_names_the_recipes_use_exist() -> None:
     text = DOC.read_text(encoding="utf-8")
     steps = {
         "harness.benchmark": ("BenchmarkBase",),
-        "muster_exact.corpora": ("READERS", "BenchmarkStore"),
+        "muster_exact.verify.corpora": ("READERS", "BenchmarkStore"),
         "muster_exact.channels": ("CHANNELS", "Proposals"),
         "muster_exact.memory": ("build", "Memory"),
         "muster_exact.derive": ("FLOORS",),

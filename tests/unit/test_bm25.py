@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from muster_exact import analyse
+from muster_exact.cache.memo import Memo
+from muster_exact.cache.vectors import AnalysisCache, text_key
 from muster_exact.channels import pool_size, top_k
 from muster_exact.channels.bm25 import EMPTY, BM25Channel
-from muster_exact.corpora import find_stores
-from muster_exact.lexical import ANALYSERS, analyser
-from muster_exact.memo import Memo
 from muster_exact.memory import unit_texts
-from muster_exact.vectors import AnalysisCache, text_key
+from muster_exact.text.lexical import ANALYSERS, analyser
+from muster_exact.verify.corpora import find_stores
 
 WORDS = st.sampled_from("alpha beta gamma delta the a caroline melanie 2023 may".split())
 DOCUMENT = st.lists(WORDS, max_size=12).map(" ".join)

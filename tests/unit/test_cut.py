@@ -4,12 +4,13 @@ import random
 
 import pytest
 
-from muster_exact import analyse, tokens
-from muster_exact.assemble import assemble
-from muster_exact.cut import group_size_for
+from muster_exact import analyse
 from muster_exact.derive import Derived
-from muster_exact.rerank import Ranking
-from muster_exact.select import Selected
+from muster_exact.derive.cut import group_size_for
+from muster_exact.retrieve.assemble import assemble
+from muster_exact.retrieve.rerank import Ranking
+from muster_exact.retrieve.select import Selected
+from muster_exact.text import tokens
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Declared record input (muster_exact.declared): the prefix is read off and kept, the records are
+"""Declared record input (muster_exact.derive.declared): the prefix is read off and kept, the records are
 given back byte for byte, cut one unit per record in the declared order, supersession off; bad
 input is one typed error. Tokenizer only: no model is loaded here."""
 
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from muster_exact import DeclaredError, InputError, SourceOrder, declared, derive
-from muster_exact.serials import lex
+from muster_exact import DeclaredError, InputError, SourceOrder, derive
+from muster_exact.derive import declared
+from muster_exact.text.serials import lex
 
 # Every style the lexer reads, as a producer might write it (its own spacing kept).
 STYLED: dict[str, Any] = {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from muster_exact import derive, from_records, serials, tokens
+from muster_exact import derive, from_records
+from muster_exact.text import serials, tokens
 
 
 def _padded(prefix: str, target: int) -> str:

@@ -8,8 +8,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from muster_exact import entities
-from muster_exact.entities import _MONTHS, _opens_sentence, extract
+from muster_exact.text import entities
+from muster_exact.text.entities import _MONTHS, _opens_sentence, extract
 
 # The rules as first written: a regex searched over everything before the word, and the date
 # pattern without its lookahead and four-digit test.

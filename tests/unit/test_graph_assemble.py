@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 
 from muster_exact import analyse
-from muster_exact.assemble import assemble
 from muster_exact.channels import Proposals
 from muster_exact.channels.graph import GraphChannel
-from muster_exact.rerank import fuse
-from muster_exact.select import Selected
+from muster_exact.retrieve.assemble import assemble
+from muster_exact.retrieve.rerank import fuse
+from muster_exact.retrieve.select import Selected
 
 
 def _graph(policy: str) -> GraphChannel:

@@ -14,8 +14,8 @@ import rank_bm25
 import Stemmer
 
 from muster_exact.channels.bm25 import BM25Channel
-from muster_exact.errors import InputError
-from muster_exact.lexical import CJK_CHARACTER, LUCENE_ENGLISH_STOP_WORDS, analyser, standard, words
+from muster_exact.core.errors import InputError
+from muster_exact.text.lexical import CJK_CHARACTER, LUCENE_ENGLISH_STOP_WORDS, analyser, standard, words
 
 DOCS = [
     "Caroline went to the LGBTQ support group on 7 May 2023.",

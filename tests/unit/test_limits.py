@@ -1,13 +1,13 @@
-"""Each size limit is one number (muster_exact.limits), and the code that enforces it and the
+"""Each size limit is one number (muster_exact.core.limits), and the code that enforces it and the
 code that documents it (the HTTP schema, the CLI's defaults) read the same one."""
 
 from __future__ import annotations
 
 import pytest
 
-from muster_exact import limits
 from muster_exact.cli import build_parser
-from muster_exact.errors import InputError
+from muster_exact.core import limits
+from muster_exact.core.errors import InputError
 from muster_exact.memory import checked_query
 from muster_exact.store import validate
 

@@ -21,7 +21,7 @@ def test_the_public_api_is_muster_exact_s_own_objects() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["integrations", "integrations.openai_tools", "serve.backend", "presets", "store"]
+    "name", ["integrations", "integrations.openai_tools", "serve.backend", "memory.presets", "store"]
 )
 def test_a_submodule_is_the_same_module_object_under_both_names(name: str) -> None:
     aliased = importlib.import_module(f"muster.{name}")

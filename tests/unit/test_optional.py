@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from muster_exact import integrations, models, optional
-from muster_exact.errors import MusterError
+from muster_exact import integrations, models
+from muster_exact.core import optional
+from muster_exact.core.errors import MusterError
 
 
 def test_a_missing_module_names_itself_and_the_install() -> None:

@@ -7,8 +7,8 @@ import pytest
 
 from muster_exact.channels.dense import DenseChannel
 from muster_exact.derive import analyse
+from muster_exact.derive.pieces import pieces_of, record_spans
 from muster_exact.models import PACKAGED_MINILM, ModelRef, load_window
-from muster_exact.pieces import pieces_of, record_spans
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from muster_exact import Plan, PlanError, derive, explain
-from muster_exact.plan import SCHEMA_VERSION
+from muster_exact.derive.plan import SCHEMA_VERSION
 
 
 @pytest.fixture

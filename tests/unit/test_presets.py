@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from muster_exact import presets
+from muster_exact.memory import presets
 from tests.conftest import REPO
 
 

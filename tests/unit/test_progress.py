@@ -13,10 +13,11 @@ import sys
 import termios
 from pathlib import Path
 
-from muster_exact import progress, tokens
+from muster_exact.cache.memo import Memo
 from muster_exact.channels.bm25 import BM25Channel
-from muster_exact.corpora import find_stores
-from muster_exact.memo import Memo
+from muster_exact.core import progress
+from muster_exact.text import tokens
+from muster_exact.verify.corpora import find_stores
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -47,8 +48,8 @@ def test_analyses_under_a_bar_are_the_analyses_of_one_call() -> None:
 
 SCRIPT = """
 import sys
-from muster_exact import progress
-from muster_exact.memo import Memo
+from muster_exact.core import progress
+from muster_exact.cache.memo import Memo
 texts = [f"fact {i} about item {i % 97}" for i in range(6_000)]
 with progress.shown(sys.argv[1] == "on"):
     Memo().tokens(texts)

@@ -12,8 +12,9 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from muster_exact import Plan, analyse, tokens
+from muster_exact import Plan, analyse
 from muster_exact.derive import Derived
+from muster_exact.text import tokens
 
 WORDS = ["the", "CEO", "of", "Acme", "is", "Ann", "Lee", "born", "in", "city", "London", "ok.", "Yes!", "x"]
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from muster_exact import InputError, from_records, from_text, read_file
-from muster_exact.records import blocks
+from muster_exact.text.records import blocks
 
 
 def test_blocks_split_on_blank_and_whitespace_lines() -> None:

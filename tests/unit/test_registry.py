@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from muster_exact.errors import InputError
-from muster_exact.presets import PresetError
-from muster_exact.registry import Registry, import_target
+from muster_exact.core.errors import InputError
+from muster_exact.core.registry import Registry, import_target
+from muster_exact.memory.presets import PresetError
 
 
 def test_lazy_entries_are_imported_only_when_asked_for() -> None:

@@ -1,4 +1,4 @@
-"""A saved derive result (muster_exact.saved): read back equal, and bytes that are damaged or
+"""A saved derive result (muster_exact.derive.saved): read back equal, and bytes that are damaged or
 describe other records refused with ValueError, never another error."""
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from muster_exact import saved
-from muster_exact.derive import Derived, analyse
-from muster_exact.records import from_records
+from muster_exact.derive import Derived, analyse, saved
+from muster_exact.text.records import from_records
 from tests.unit.test_growth import pools
 
 

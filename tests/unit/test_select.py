@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from muster_exact.channels import CHANNEL_ORDER, Proposals
-from muster_exact.errors import InputError
-from muster_exact.rerank import Ranking, fuse
-from muster_exact.select import scaled_floors, select
+from muster_exact.core.errors import InputError
+from muster_exact.retrieve.rerank import Ranking, fuse
+from muster_exact.retrieve.select import scaled_floors, select
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from muster_exact.slots import slot_of
+from muster_exact.text.slots import slot_of
 
 
 @pytest.mark.parametrize(

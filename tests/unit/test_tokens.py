@@ -6,7 +6,7 @@ import sys
 
 import tiktoken
 
-from muster_exact import tokens
+from muster_exact.text import tokens
 
 SAMPLES = [
     "hello world",
@@ -48,7 +48,7 @@ def _load_in_subprocess(home: str) -> subprocess.CompletedProcess[str]:
     # bpe_openai is blocked so only the prepared file could serve the encoding.
     code = (
         "import sys; sys.modules['bpe_openai'] = None\n"
-        "from muster_exact import tokens\n"
+        "from muster_exact.text import tokens\n"
         "try:\n    tokens.count('x')\nexcept Exception as e:\n"
         "    print(type(e).__name__, e); sys.exit(3)\n"
     )

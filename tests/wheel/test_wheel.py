@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from muster_exact import presets
+from muster_exact.memory import presets
 from tests.conftest import REPO, no_hub_env
 
 RECORDS = [

@@ -1,0 +1,5 @@
+"""Work kept between builds: what was computed once for a text is not computed again.
+
+Takes texts and their analyses; gives the vector cache keyed by model and SHA-256 of the text
+(:mod:`.vectors`) and the per-text memo a growing store reuses (:mod:`.memo`).
+"""

@@ -1,0 +1,241 @@
+"""Unit vectors cached by (model id, SHA-256 of the unit text), in SQLite.
+
+A second build of the same store, or of a store that shares units with one
+built before, embeds nothing it has seen. The file is safe to share between
+processes (WAL, a busy timeout); vectors are stored as float32 bytes, so a
+cache hit gives back exactly the array that was computed.
+
+A cache is a help, never a condition: in a store opened read-only nothing is
+written, and a write that fails (a full disk) is logged and skipped, so the
+read it serves still answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+from muster_exact.text.tokens import resource_dir
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    model TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, sha256)
+) WITHOUT ROWID;
+"""
+_CHUNK = 500  # keys per SELECT: below SQLite's bound-parameter limit
+
+log = logging.getLogger(__name__)
+
+# How a file is opened: read-write, read-only, or read-only of a file nothing can change meanwhile
+# (SQLite then needs no shared-memory file beside it: what a read-only folder allows).
+Access = Literal["rw", "ro", "immutable"]
+
+
+def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3.Connection:
+    """An SQLite connection to ``path`` (None: in memory) with the given access."""
+    if path is None:
+        target, uri = ":memory:", False
+    elif access == "rw":
+        target, uri = str(path), False
+    else:
+        query = "mode=ro&immutable=1" if access == "immutable" else "mode=ro"
+        target, uri = f"file:{quote(str(path.absolute()))}?{query}", True
+    db: sqlite3.Connection = sqlite3.connect(target, uri=uri, **options)
+    return db
+
+
+def _cache_write(what: str, write: Callable[[], object]) -> None:
+    try:
+        write()
+    except sqlite3.Error as exc:  # a cache that cannot grow costs time, never an answer
+        log.warning("could not cache %s (%s); they are computed again next time", what, exc)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def default_path() -> Path:
+    return resource_dir() / "vectors.sqlite"
+
+
+class _Table:
+    """A cache table in an SQLite file (``path=None``: in memory): its schema made when the file is
+    writable, keyed reads in chunks, writes that never fail a read (:func:`_cache_write`)."""
+
+    def __init__(self, path: Path | None, access: Access, schema: str) -> None:
+        self.path = path
+        self.writable = access == "rw"
+        self._lock = threading.Lock()
+        if path is not None and self.writable:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = connect(path, access, timeout=60, check_same_thread=False)
+        if self.writable:
+            if path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(schema)
+
+    def _select_in(self, select: str, fixed: Sequence[Any], keys: Sequence[str]) -> list[Any]:
+        """Rows of ``select ... IN (keys)``, the keys bound ``_CHUNK`` at a time."""
+        rows: list[Any] = []
+        with self._lock:
+            for first in range(0, len(keys), _CHUNK):
+                chunk = list(keys[first : first + _CHUNK])
+                marks = ",".join("?" * len(chunk))
+                rows.extend(self._db.execute(f"{select} ({marks})", [*fixed, *chunk]))
+        return rows
+
+    def _insert(self, what: str, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not self.writable or not rows:
+            return
+
+        def write() -> None:
+            with self._lock, self._db:
+                self._db.executemany(insert, rows)
+
+        _cache_write(what, write)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class VectorCache(_Table):
+    """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
+
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+        super().__init__(path, access, SCHEMA)
+
+    def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+        select = "SELECT sha256, vector FROM vectors WHERE model = ? AND sha256 IN"
+        return dict(self._select_in(select, [model], keys))
+
+    def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
+        rows = [(model, key, dim, blob) for key, blob, dim in items]
+        insert = "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)"
+        self._insert(f"{len(rows)} vectors", insert, rows)
+
+
+SCORES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rerank_scores (
+    model TEXT NOT NULL,
+    query_sha256 TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    score REAL NOT NULL,
+    PRIMARY KEY (model, query_sha256, text_sha256)
+) WITHOUT ROWID;
+"""
+
+
+class ScoreCache(_Table):
+    """Cross-encoder scores by (model, query hash, unit text hash): a repeated question costs no
+    cross-encoder call, in this process or the next."""
+
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+        super().__init__(path, access, SCORES_SCHEMA)
+
+    def scored(
+        self, model: str, query: str, texts: Sequence[str], score: Callable[[str, list[str]], list[float]]
+    ) -> tuple[list[float], int]:
+        """Scores for ``texts`` against ``query`` (in order) and how many had to be computed."""
+        query_key = text_key(query)
+        keys = [text_key(t) for t in texts]
+        select = (
+            "SELECT text_sha256, score FROM rerank_scores WHERE model = ? AND query_sha256 = ? "
+            "AND text_sha256 IN"
+        )
+        found: dict[str, float] = dict(self._select_in(select, [model, query_key], sorted(set(keys))))
+        first_index: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found and key not in first_index:
+                first_index[key] = i
+        if first_index:
+            fresh = score(query, [texts[i] for i in first_index.values()])
+            new = dict(zip(first_index, fresh, strict=True))
+            rows = [(model, query_key, key, float(value)) for key, value in new.items()]
+            insert = "INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)"
+            self._insert(f"{len(rows)} cross-encoder scores", insert, rows)
+            found.update(new)
+        return [found[k] for k in keys], len(first_index)
+
+
+ANALYSES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS analyses (
+    kind TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (kind, sha256)
+) WITHOUT ROWID;
+"""
+
+
+class AnalysisCache(_Table):
+    """Per-text analyses (:mod:`muster_exact.cache.memo`) by (kind, text hash), as JSON: a new process
+    opening a store reads its records' counts, terms and entities instead of computing them."""
+
+    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
+        super().__init__(path, access, ANALYSES_SCHEMA)
+
+    def get(self, kind: str, keys: Sequence[str]) -> dict[str, str]:
+        select = "SELECT sha256, value FROM analyses WHERE kind = ? AND sha256 IN"
+        return dict(self._select_in(select, [kind], keys))
+
+    def put(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
+        rows = [(kind, key, value) for key, value in items]
+        # REPLACE: a value is a function of its text, so a row written again (one that could not
+        # be read) is only ever replaced by the same value.
+        self._insert(f"{len(rows)} analyses", "INSERT OR REPLACE INTO analyses VALUES (?, ?, ?)", rows)
+
+
+# Every cache table: a store file holds them beside its records (muster_exact.store.file).
+CACHE_SCHEMAS = SCHEMA + SCORES_SCHEMA + ANALYSES_SCHEMA
+
+
+def drop_texts_not_in(db: sqlite3.Connection, live: str) -> tuple[int, int]:
+    """Delete every cached vector, cross-encoder score and analysis of a text whose hash the query
+    ``live`` (``SELECT sha256 FROM ...``) does not list, in the caller's transaction on ``db``: a
+    store's delete, which keeps only what its records still use. (Vectors, scores) dropped."""
+    vectors = db.execute(f"DELETE FROM vectors WHERE sha256 NOT IN ({live})").rowcount
+    scores = db.execute(f"DELETE FROM rerank_scores WHERE text_sha256 NOT IN ({live})").rowcount
+    # Counts, terms and entities of text no namespace holds any more.
+    db.execute(f"DELETE FROM analyses WHERE sha256 NOT IN ({live})")
+    return int(vectors), int(scores)
+
+
+def embed_cached(
+    texts: Sequence[str],
+    model_id: str,
+    embed: Callable[[list[str]], np.ndarray],
+    cache: VectorCache,
+) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` (rows in order) and how many had to be computed."""
+    import numpy as np
+
+    keys = [text_key(t) for t in texts]
+    cached = cache.get(model_id, sorted(set(keys)))
+    first_index: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key not in cached and key not in first_index:
+            first_index[key] = i
+    missing = list(first_index.items())
+    if missing:
+        fresh = embed([texts[i] for _, i in missing])
+        cache.put(model_id, [(k, fresh[j].tobytes(), fresh.shape[1]) for j, (k, _) in enumerate(missing)])
+        cached.update((k, fresh[j].tobytes()) for j, (k, _) in enumerate(missing))
+    rows = [np.frombuffer(cached[k], dtype=np.float32) for k in keys]
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32), 0
+    return np.vstack(rows), len(missing)

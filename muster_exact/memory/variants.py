@@ -1,0 +1,113 @@
+"""Baselines and ablations of the method, for measurement (SPEC 8).
+
+The harness runs every system through the same code; the retrieval logic of
+each lives here, in the library, so the harness only names them.
+
+Baselines, at a token budget (the tokens of MUSTER's context for the same
+question), their units' own token counts summed greedily in their order:
+
+* ``full_context``: the newest units that fit, shown in stored order;
+* ``bm25`` / ``dense``: one channel's ranking over all units, shown best
+  first (plain RAG: no floors, no graph, no supersession).
+
+Ablations of MUSTER, at the same U:
+
+* ``no_floors``: every slot by the candidate order alone;
+* ``no_graph``: the graph channel removed (its slots go to the best remaining);
+* ``no_rerank``: no candidate ordering: floors in each channel's own order,
+  free slots by taking the channels' rankings in turn;
+* ``score_order``: MUSTER's selection, shown in candidate order instead of
+  stored order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from muster_exact.channels import Proposals
+from muster_exact.core.errors import InputError
+from muster_exact.core.registry import Registry
+from muster_exact.memory import Memory
+from muster_exact.retrieve.assemble import Context
+from muster_exact.retrieve.rerank import Ranking
+from muster_exact.retrieve.select import Selected, scaled_floors
+
+BUDGETED = ("full_context", "bm25", "dense")
+# Each system by name, with whether it runs at a token budget (the baselines) or at U.
+VARIANTS: Registry[bool] = Registry(
+    "system",
+    {
+        name: name in BUDGETED
+        for name in ("muster", *BUDGETED, "no_floors", "no_graph", "no_rerank", "score_order")
+    },
+)
+SYSTEMS = tuple(VARIANTS.names())
+# The channel each "no_<channel>" ablation removes: its proposals dropped, its floor free.
+REMOVED = {"no_graph": "graph"}
+
+
+def context(
+    memory: Memory, system: str, query: str, units: int | None = None, budget: int | None = None
+) -> Context:
+    """The context ``system`` gives for ``query``. Budgeted systems need ``budget`` tokens."""
+    if VARIANTS.check(system) == "muster":
+        return memory.context(query, units)
+    query, units_read = memory.checked(query, units)
+    if VARIANTS.get(system):
+        if budget is None or budget < 0:
+            raise InputError(f"system {system!r} needs a token budget (MUSTER's context tokens)")
+        return _budgeted(memory, system, query, budget)
+    return _ablation(memory, system, query, units_read)
+
+
+def _ablation(memory: Memory, system: str, query: str, units_read: int) -> Context:
+    """MUSTER's steps (:meth:`Memory.retrieve`) with one taken out. The floors are the plan's,
+    scaled to U, whatever the memory's floor rules say: an ablation takes out one step of the
+    method as the paper states it."""
+    proposals, _ = memory.proposals(query, units_read)
+    floors = scaled_floors(memory.plan.floors, units_read)
+    if system in REMOVED:
+        removed = REMOVED[system]
+        proposals = [p for p in proposals if p.channel != removed]
+        floors = {**floors, removed: 0}
+    if system == "no_floors":
+        floors = dict.fromkeys(floors, 0)
+    own_order = system == "no_rerank"
+    ranking = _round_robin(proposals) if own_order else memory.rank(query, proposals)
+    chosen = memory.select(proposals, ranking, floors, units_read, own_order=own_order)
+    by_score = system == "score_order"
+    if by_score:
+        order = ranking.rank()
+        chosen = sorted(chosen, key=lambda s: order[s.unit])
+    return memory.assemble(query, chosen, ranking, proposals, units_read=units_read, by_score=by_score)
+
+
+def _round_robin(proposals: Sequence[Proposals]) -> Ranking:
+    order: list[int] = []
+    seen: set[int] = set()
+    for depth in range(max((len(p.units) for p in proposals), default=0)):
+        for channel in proposals:
+            if depth < len(channel.units) and channel.units[depth] not in seen:
+                seen.add(channel.units[depth])
+                order.append(channel.units[depth])
+    return Ranking("round-robin", tuple(order), {u: -float(i) for i, u in enumerate(order)})
+
+
+def _budgeted(memory: Memory, system: str, query: str, budget: int) -> Context:
+    n = len(memory.cut.units)
+    if system == "full_context":
+        candidates = list(range(n - 1, -1, -1))  # newest first
+    else:
+        channel = memory.channel(system)
+        candidates = list(channel.propose(query, n).units)
+    chosen: list[Selected] = []
+    used = 0
+    for unit in candidates:
+        cost = memory.unit_tokens[unit]
+        if used + cost <= budget:
+            chosen.append(Selected(unit, f"budget:{system}"))
+            used += cost
+    ranking = Ranking(system, tuple(s.unit for s in chosen), {})
+    proposals = [Proposals(system, ranking.order, ())]
+    by_score = system != "full_context"  # full context is shown in stored order
+    return memory.assemble(query, chosen, ranking, proposals, supersession=False, by_score=by_score)

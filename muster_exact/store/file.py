@@ -1,0 +1,299 @@
+"""The SQLite file under a :class:`~muster_exact.store.Store`: its schema and migrations, what a
+path may be and how it is opened, transactions, and SQLite failures as typed errors.
+
+A new file gets the whole schema; an existing one is checked (a MUSTER store, not another program's
+file, not from a newer MUSTER) and migrated in place. Every SQLite failure leaves as a typed
+:class:`StoreError` (``StoreCorrupt``, ``StoreFull``, ``StoreReadOnly``), mapped in one place
+(:func:`sqlite_errors`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access
+from muster_exact.core.errors import StoreCorrupt, StoreError, StoreFull, StoreReadOnly
+
+log = logging.getLogger(__name__)
+
+APPLICATION = "muster-store"
+SCHEMA_VERSION = 3
+BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another writer
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE records (
+    namespace TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    request_id TEXT,
+    added_utc REAL NOT NULL,
+    PRIMARY KEY (namespace, seq),
+    UNIQUE (namespace, id)
+);
+CREATE INDEX records_by_request ON records (namespace, request_id);
+CREATE TABLE requests (
+    namespace TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (namespace, request_id)
+);
+CREATE TABLE heads (
+    namespace TEXT PRIMARY KEY,
+    records INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    sha256 TEXT NOT NULL
+);
+CREATE TABLE unit_keys (
+    namespace TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (namespace, sha256)
+) WITHOUT ROWID;
+"""
+
+
+# What the last read derived (plan, units, parents, detection counts: muster_exact.derive.saved), by
+# namespace: a new process opening the store reads it instead of detecting and cutting again.
+# ``head``: the records it is of; ``settings``: what else it depends on (preset, models, version).
+BUILT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS built (
+    namespace TEXT PRIMARY KEY,
+    head TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    state BLOB NOT NULL
+);
+"""
+
+# schema version N -> the SQL that brings a version N file to N + 1.
+MIGRATIONS: dict[int, str] = {
+    # 2: per-text analyses (muster_exact.cache.memo), so a new process re-analyses nothing.
+    1: ANALYSES_SCHEMA,
+    # 3: the derive result of the last read, so a new process re-cuts nothing.
+    2: BUILT_SCHEMA,
+}
+
+
+class transaction:
+    """``BEGIN IMMEDIATE`` (writers wait their turn) or a deferred read transaction; commit or roll back."""
+
+    def __init__(self, db: sqlite3.Connection, immediate: bool = True) -> None:
+        self.db = db
+        self.immediate = immediate
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
+        return self.db
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:  # SQLite rolls some failures (a full disk) back itself
+            self.db.execute("ROLLBACK")
+
+
+def checkpoint(db: sqlite3.Connection, wait_ms: int) -> bool:
+    """Copy the write-ahead log into the main file and truncate it; False when a reader held it back."""
+    db.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+    try:
+        busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return int(busy) == 0
+
+
+# --- SQLite failures, as typed errors (the one place they are mapped) -------------------------
+
+
+@contextmanager
+def sqlite_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _typed(exc, path) from None
+
+
+def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
+    detail = str(exc)
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or detail.startswith("no such "):
+        return StoreCorrupt(
+            f"{path} is damaged ({detail}); restore it from a backup (`sqlite3 {path} .recover` may "
+            "save its records)"
+        )
+    if code == sqlite3.SQLITE_FULL:
+        return StoreFull(
+            f"{path}: the disk is full (or the file reached its size limit); this write was rolled "
+            "back, free some space and retry"
+        )
+    if code == sqlite3.SQLITE_READONLY:
+        return StoreReadOnly(
+            f"{path} is read-only ({detail}); reads work, writes need write access to the file and its folder"
+        )
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(f"{path} is locked by another process ({detail}); retry when it is done")
+    return StoreError(f"{path} cannot be used as a store ({detail})")
+
+
+# --- opening: what the path is, how it may be opened, what the file holds ---------------------
+
+_CREATED_TABLE = re.compile(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)")
+
+
+def check_path(path: Path) -> bool:
+    """Whether a store file is there (non-empty); refuse anything but a regular file or nothing."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise StoreError(f"cannot use {path} as a store: {exc.strerror}") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{path} is a directory; give a file path for the store")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # A device or FIFO: SQLite would write a journal beside it (/dev/null-journal) or wait forever.
+        raise StoreError(f"{path} is not a regular file (a device, FIFO or socket); give a file path")
+    if not path.parent.is_dir():
+        raise StoreError(f"cannot create {path}: the directory {path.parent} does not exist")
+    return info is not None and info.st_size > 0
+
+
+def access_of(path: Path) -> Access:
+    """``rw`` when the file (if there) and its folder are writable, else read-only.
+
+    Read-only in a read-only folder with no write-ahead log beside the file is ``immutable``: no
+    write can be pending and none can start (a writer would have to create the log), and SQLite
+    can then read without creating its shared-memory file there.
+    """
+
+    def writable(p: Path) -> bool:
+        return os.access(p, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+    folder = writable(path.parent)
+    if folder and (not path.exists() or writable(path)):
+        return "rw"
+    if folder or path.with_name(path.name + "-wal").exists():
+        return "ro"
+    return "immutable"
+
+
+def prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -> None:
+    """Create the schema in a new file, or check and migrate an existing one.
+
+    Another program's SQLite file is refused before anything is written to it.
+    """
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    tables = _first_read(db, path)
+    meta = _check_not_foreign(db, path, tables) if exists else {}
+    if not tables:
+        with transaction(db):
+            for statement in _statements(SCHEMA + CACHE_SCHEMAS + BUILT_SCHEMA):
+                db.execute(statement)
+            db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    else:
+        _check_and_migrate(db, path, meta, access)
+    if access == "rw":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+
+
+def _first_read(db: sqlite3.Connection, path: Path) -> set[str]:
+    """The file's tables, read through SQLite. The header is never read with ``open()``: closing
+    any descriptor of the file drops every POSIX lock this process holds on it, and another
+    process could then reset the write-ahead log under a live connection (a lost write)."""
+    try:
+        return _tables(db)
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_NOTADB:
+            raise StoreError(
+                f"{path} is not a MUSTER store (not an SQLite file); give a new path or a store file"
+            ) from None
+        raise
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {row[0] for row in rows if not row[0].startswith("sqlite_")}
+
+
+def _known_tables() -> set[str]:
+    """Every table a MUSTER store holds: made by the schema or by a migration."""
+    scripts = [SCHEMA, CACHE_SCHEMAS, BUILT_SCHEMA, *MIGRATIONS.values()]
+    return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
+
+
+def _check_not_foreign(db: sqlite3.Connection, path: Path, tables: set[str]) -> dict[str, str]:
+    """The ``meta`` of a MUSTER store; any other SQLite file is refused, and nothing is written to it.
+
+    A MUSTER store never sets ``user_version`` or ``application_id``; another program's file may.
+    """
+    for pragma in ("user_version", "application_id"):
+        value = db.execute(f"PRAGMA {pragma}").fetchone()[0]
+        if value:
+            raise StoreError(
+                f"{path} is an SQLite file of another program ({pragma} {value}), not a MUSTER store; "
+                "give a new path or a store file"
+            )
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+    if tables and meta.get("application") != APPLICATION:
+        raise StoreError(f"{path} is an SQLite file but not a MUSTER store; give a new path or a store file")
+    return meta
+
+
+def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str], access: Access) -> None:
+    version = _schema_version(meta.get("schema_version", "0"), path)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer MUSTER (store schema {version}; this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade muster-memory to open it"
+        )
+    if version < SCHEMA_VERSION and access != "rw":
+        raise StoreReadOnly(
+            f"{path} needs a migration to store schema {SCHEMA_VERSION} but is read-only; open it once "
+            "with write access"
+        )
+    while version < SCHEMA_VERSION:
+        migration = MIGRATIONS.get(version)
+        if migration is None:
+            raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
+        with transaction(db):
+            for statement in _statements(migration):
+                db.execute(statement)
+            version += 1
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        log.info("migrated %s to store schema %d", path, version)
+    _check_tables(path, _tables(db))
+
+
+def _schema_version(value: str, path: Path) -> int:
+    if not value.isdigit():
+        raise StoreCorrupt(
+            f"{path} is damaged: its schema version {value!r} is not a number; restore it from a backup"
+        )
+    return int(value)
+
+
+def _check_tables(path: Path, tables: set[str]) -> None:
+    known = _known_tables()
+    if missing := sorted(known - tables):
+        raise StoreCorrupt(
+            f"{path} is damaged: table {', '.join(missing)} is missing; restore it from a backup"
+        )
+    if foreign := sorted(tables - known):
+        raise StoreError(
+            f"{path} holds tables MUSTER does not make ({', '.join(foreign)}): another program's file? "
+            "give a MUSTER store or a new path"
+        )
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

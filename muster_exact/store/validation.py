@@ -1,0 +1,136 @@
+"""What :meth:`Store.add <muster_exact.store.Store.add>` accepts: each record checked and put in its
+stored form before anything is written; what :meth:`Store.delete <muster_exact.store.Store.delete>`
+accepts (record ids, a request id); and the names (namespaces) a store file keys by."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from muster_exact.core.errors import InputError
+from muster_exact.core.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_RECORD_CHARS
+from muster_exact.text.records import SPEAKER_KEYS, TIME_KEYS, checked_record
+
+
+def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
+    """Every record checked and put in its stored form, before anything is written.
+
+    A record is a string or an object with ``text`` (or ``content``), and
+    optionally ``speaker``/``role``, ``time``/``timestamp``/``date``, ``id``
+    and ``metadata`` (any JSON value, nested at most ``MAX_METADATA_DEPTH``
+    levels); the whole object must be JSON. Sizes are bounded
+    (``MAX_RECORD_CHARS`` a record, ``MAX_ADD_CHARS`` a call). A text that
+    shows nothing (white space, NUL, zero-width characters) is empty.
+    """
+    if isinstance(records, (str, Mapping)):
+        records = [records]
+    if isinstance(records, (bytes, bytearray)) or not isinstance(records, Sequence):
+        raise InputError(
+            f"add() takes a record or a list of records, not {type(records).__name__}; a record is a "
+            "string or an object with 'text'"
+        )
+    if not records:
+        raise InputError("nothing to add: the record list is empty")
+    total = 0
+    out = []
+    for offset, record in enumerate(records):
+        item = _one(record, start_index + offset)
+        total += len(item["text"])
+        if total > MAX_ADD_CHARS:
+            raise InputError(
+                f"this add carries over {MAX_ADD_CHARS:,} characters; split it into several adds"
+            )
+        out.append(item)
+    ids = [item["id"] for item in out if "id" in item]
+    if len(ids) != len(set(ids)):
+        duplicate = next(i for i in ids if ids.count(i) > 1)
+        raise InputError(f"record id {duplicate!r} appears twice in this add; ids must be unique")
+    return out
+
+
+def _one(record: Any, index: int) -> dict[str, Any]:
+    """One record in its stored form: :func:`records.checked_record`, then what storing needs
+    (bounded sizes, valid Unicode, scalar speaker and time, a usable id, JSON)."""
+    item = checked_record(record, index)
+    text = item["text"]
+    if len(text) > MAX_RECORD_CHARS:
+        raise InputError(
+            f"record {index} has {len(text):,} characters; a record holds at most {MAX_RECORD_CHARS:,} "
+            "(split long documents into several records)"
+        )
+    check_unicode(text, f"record {index}")
+    for keys in (SPEAKER_KEYS, TIME_KEYS):
+        for key in keys:
+            if key in item and item[key] is not None and not isinstance(item[key], (str, int, float)):
+                raise InputError(f"record {index}: '{key}' must be a string or a number")
+            if isinstance(item.get(key), str):
+                check_unicode(item[key], f"record {index} '{key}'")
+    if "id" in item:
+        item["id"] = _checked_id(item["id"], f"record {index}: 'id'")
+    try:
+        json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise InputError(
+            f"record {index} is not JSON-serialisable ({exc}); metadata must be JSON values"
+        ) from None
+    return item
+
+
+def checked_delete(record_ids: Any, request_id: Any) -> tuple[list[str] | None, str | None]:
+    """What a delete names: record ids (one, or a list; each once, in the order given) or a
+    request id, exactly one of them. An id is what ``add`` accepts as one (a string or a whole
+    number, 1 to ``MAX_ID_CHARS`` characters); a request id is a non-empty string."""
+    if (record_ids is None) == (request_id is None):
+        raise InputError("a delete takes record ids or a request_id (exactly one of them)")
+    if request_id is not None:
+        return None, checked_request_id(request_id)
+    if isinstance(record_ids, (str, int)):
+        record_ids = [record_ids]
+    if isinstance(record_ids, (bytes, bytearray, Mapping)) or not isinstance(record_ids, Sequence):
+        raise InputError(f"ids must be a record id or a list of them, not {type(record_ids).__name__}")
+    if not record_ids:
+        raise InputError("nothing to delete: the id list is empty")
+    return list(dict.fromkeys(_checked_id(i, f"id {n}") for n, i in enumerate(record_ids))), None
+
+
+def _checked_id(record_id: Any, where: str) -> str:
+    """A record id as ``add`` stores it and ``delete`` names it (one rule for both): a string or a
+    whole number, 1 to ``MAX_ID_CHARS`` characters of valid Unicode, as text."""
+    if not isinstance(record_id, (str, int)) or isinstance(record_id, bool):
+        raise InputError(f"{where} must be a string or a whole number, not {type(record_id).__name__}")
+    text = str(record_id)
+    if not text.strip() or len(text) > MAX_ID_CHARS:
+        raise InputError(f"{where} must be 1 to {MAX_ID_CHARS} characters")
+    check_unicode(text, where)
+    return text
+
+
+def checked_request_id(request_id: Any) -> str:
+    """A request id (stored and compared as text): a non-empty string of valid Unicode."""
+    if not isinstance(request_id, str) or not request_id.strip():
+        raise InputError("request_id must be a non-empty string (or None)")
+    check_unicode(request_id, "request_id")
+    return request_id
+
+
+def check_namespace(namespace: Any) -> str:
+    """A namespace name: 1 to ``MAX_ID_CHARS`` characters, not all blank, valid Unicode (an SQLite key)."""
+    if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
+        raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
+    check_unicode(namespace, "namespace")
+    return namespace
+
+
+def check_unicode(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"{where} is not valid Unicode (a lone surrogate at character {exc.start}); "
+            "decode the bytes as UTF-8 before adding"
+        ) from None
+
+
+def canonical(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
