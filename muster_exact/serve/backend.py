@@ -31,14 +31,13 @@ from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.retrieve.assemble import Context, record_label
 from muster_exact.store import (
     DEFAULT_NAMESPACE,
-    EMPTY_HEAD,
     DeleteResult,
     Head,
     Store,
     check_namespace,
     check_unicode,
-    no_record,
 )
+from muster_exact.store.results import EMPTY_HEAD, no_record
 from muster_exact.store.validation import checked_delete, validate
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)

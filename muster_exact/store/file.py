@@ -9,14 +9,16 @@ file, not from a newer MUSTER) and migrated in place. Every SQLite failure leave
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import sqlite3
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access
 from muster_exact.core.errors import StoreCorrupt, StoreError, StoreFull, StoreReadOnly
@@ -297,3 +299,23 @@ def _check_tables(path: Path, tables: set[str]) -> None:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+class _OfAFile(Protocol):
+    path: Path
+
+
+S = TypeVar("S", bound=_OfAFile)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A store's public method whose SQLite failures leave as typed store errors (:func:`sqlite_errors`)."""
+
+    @functools.wraps(method)
+    def call(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with sqlite_errors(store.path):
+            return method(store, *args, **kwargs)
+
+    return call

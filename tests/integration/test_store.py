@@ -7,6 +7,7 @@ processes for the kill and concurrency tests.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -264,8 +265,8 @@ COUNTING_CHILD = textwrap.dedent(
     """
     import importlib, json, sys
     from collections import Counter
-    from muster_exact import memory
     from muster_exact.channels import bm25
+    from muster_exact.memory import settings
     from muster_exact.store import Store
 
     derive = importlib.import_module("muster_exact.derive")  # the module, not the function
@@ -281,7 +282,7 @@ COUNTING_CHILD = textwrap.dedent(
 
     # Where the build looks them up: deriving, detecting, cutting, growing a cut, analysing
     # text for BM25 (the memo's counts say the same of every kind of analysis).
-    counted(memory, "analyse")
+    counted(settings, "analyse")
     counted(derive, "detect")
     counted(derive.cutting, "cut")
     counted(derive.cutting, "grown")
@@ -525,9 +526,7 @@ def test_deleted_text_leaves_no_trace(tmp_path: Path) -> None:
         assert all(r["id"] != "s1" for r in store.records())
         live = {sha for (sha,) in sqlite3.connect(path).execute("SELECT sha256 FROM vectors")}
         # Exactly the vectors of the pieces the remaining records make, no more.
-        assert live == {
-            store_module.hashlib.sha256(t.encode()).hexdigest() for t in store.memory().pieces.texts
-        }
+        assert live == {hashlib.sha256(t.encode()).hexdigest() for t in store.memory().pieces.texts}
         with pytest.raises(InputError, match="no record 'nope'"):
             store.delete(["nope"])
     raw = path.read_bytes() + (

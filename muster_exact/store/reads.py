@@ -1,0 +1,262 @@
+"""A store's reads: the plan and the memory of its current records, grown after adds or built afresh,
+its derive result saved and read back, and reads held to the embedder first recorded."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from muster_exact.cache.vectors import drop_texts_not_in
+from muster_exact.core.errors import (
+    InputError,
+)
+from muster_exact.store.file import (
+    guarded,
+    transaction,
+)
+from muster_exact.store.results import Head, _chain
+from muster_exact.store.state import SAVE_AFTER_GROWTHS, StoreState, _live_keys
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from muster_exact.derive import Derived
+    from muster_exact.derive.plan import Plan
+    from muster_exact.memory import Memory
+    from muster_exact.models import Models
+    from muster_exact.retrieve.assemble import Context
+
+
+class StoreReads(StoreState):
+    """Reading a store: plan, memory, context, explain."""
+
+    @guarded
+    def plan(self) -> Plan:
+        """The plan a fresh build of the current records uses (derived; no model is loaded)."""
+        with self._lock:
+            return self._planned()
+
+    @guarded
+    def _plan_of(self, head: Head) -> Plan:
+        """:meth:`plan`, for ``head`` (``Head.plan``): refused once the namespace has moved on."""
+        with self._lock:
+            now = self._head()
+            if now.sha256 != head.sha256:
+                raise InputError(
+                    f"namespace {self.namespace!r} changed since this head was read ({head.records} "
+                    f"records then, {now.records} now); read store.head() again"
+                )
+            return self._planned()
+
+    def _planned(self) -> Plan:
+        head = self._head()
+        if self._plan is not None and self._plan[0] == head.sha256:
+            return self._plan[1]  # unchanged: no need to read every record again
+        known = self._known_plan(head)
+        if known is not None:
+            self._plan = (head.sha256, known)
+            return known
+        head, records = self._snapshot()
+        self._open_caches()  # the memo reads the file's analyses
+        if self._plan is None or self._plan[0] != head.sha256:
+            from muster_exact.memory import planned
+
+            self._plan = (head.sha256, planned(records, self.preset, self.read_models(), memo=self.memo)[0])
+        return self._plan[1]
+
+    def _known_plan(self, head: Head) -> Plan | None:
+        """The plan of ``head``'s records without deriving: the built memory's, else the saved
+        derive result's (read alone, no record read); None when neither is for these records
+        (equal to a fresh derive: a grown memory and its saved result are what a fresh build
+        gives, tested)."""
+        if self._memory is not None and self._memory[0].sha256 == head.sha256:
+            return self._memory[1].plan
+        state = self._saved_state(head)
+        if state is None:
+            return None
+        from muster_exact.derive import saved
+
+        try:
+            return saved.plan_of(state)
+        except ValueError as exc:
+            log.debug("%s: the saved plan is unreadable (%s); derived instead", self.path, exc)
+            return None
+
+    def explain(self) -> str:
+        from muster_exact.retrieve.explain import explain
+
+        return explain(self.plan())
+
+    @guarded
+    def memory(self) -> Memory:
+        """The built memory of the current records: the last one when nothing changed, grown by
+        the records added since when only adds happened, else built afresh."""
+        with self._lock:
+            if self._memory is not None and self._memory[0].sha256 == self._head().sha256:
+                return self._memory[1]
+            return self._grown() or self._rebuild()
+
+    def _rebuild(self) -> Memory:
+        head, records = self._snapshot()
+        from muster_exact.memory import build
+
+        vectors, scores = self._open_caches()
+        saved = self._saved(head, records)
+        memory = build(
+            records,
+            self.preset,
+            self.read_models(),
+            cache=vectors,
+            scores=scores,
+            memo=self.memo,
+            progress=self.progress,
+            derived=saved,
+        )
+        self.embedded = memory.embedded
+        if not self.read_only:
+            self._record_embedder(memory.models)
+            self._remember_units(memory)
+            if saved is None:
+                self._save(head, memory)
+        self._memory = (head, memory)
+        return memory
+
+    def read_models(self) -> Models:
+        """The models reads use: those named, held to the embedder the namespace recorded (a
+        different one is :class:`EmbedderMismatch` unless the store was opened with ``reembed``)."""
+        if self._reads is None:
+            from muster_exact.store import models as store_models
+
+            embedder = store_models.recorded(self._db, self.namespace)
+            self._reads = store_models.chosen(
+                self.preset, self.models, embedder, self.namespace, self.reembed
+            )
+        return self._reads
+
+    def _record_embedder(self, models: Models) -> None:
+        from muster_exact.store import models as store_models
+
+        if store_models.recorded(self._db, self.namespace) != models.embedder.key:
+            with self._db:
+                store_models.record(self._db, self.namespace, models.embedder.key)
+
+    def _settings(self) -> str:
+        """What a saved derive result depends on besides the records."""
+        from muster_exact import __version__
+        from muster_exact.derive import saved
+        from muster_exact.memory import models_for
+
+        models = models_for(self.preset, self.read_models())
+        return json.dumps(
+            [saved.FORMAT, __version__, self.preset, models.name, models.embedder.key],
+            separators=(",", ":"),
+        )
+
+    def _saved(self, head: Head, records: list[dict[str, Any]]) -> Derived | None:
+        """The derive result saved for exactly these records and settings, else None (absent,
+        stale, or unreadable: then it is derived afresh, and a damaged one says so in the log)."""
+        state = self._saved_state(head)
+        if state is None:
+            return None
+        from muster_exact.derive import saved
+        from muster_exact.text.records import from_records
+
+        try:
+            return saved.load(state, from_records(records))
+        except ValueError as exc:
+            log.warning("%s: the saved derive result is unreadable (%s); derived afresh", self.path, exc)
+            return None
+
+    def _saved_state(self, head: Head) -> bytes | None:
+        """The bytes of the derive result saved for exactly ``head``'s records and these
+        settings, else None."""
+        row = self._db.execute(
+            "SELECT head, settings, state FROM built WHERE namespace = ?", (self.namespace,)
+        ).fetchone()
+        if row is None or row[0] != head.sha256 or row[1] != self._settings():
+            return None
+        return bytes(row[2])
+
+    def _save(self, head: Head, memory: Memory) -> None:
+        if memory.derived is None:
+            return
+        from muster_exact.derive import saved
+
+        self._unsaved = 0
+        state = saved.dump(memory.derived)
+        with transaction(self._db):
+            # Only for the records as they are now: had another process deleted some since this
+            # memory was read, saving it would write their words back into the file.
+            if self._head().sha256 != head.sha256:
+                return
+            self._db.execute(
+                "INSERT OR REPLACE INTO built VALUES (?, ?, ?, ?)",
+                (self.namespace, head.sha256, self._settings(), state),
+            )
+
+    def _grown(self) -> Memory | None:
+        """The last read's memory grown by the records added since (:meth:`Memory.grown`), when
+        records were only added: the head is the last read's hash chained over the new records.
+        None when something else happened (a delete, here or in another process), or when the
+        new records change the branch (``rebuilt_because`` says which)."""
+        if self._memory is None:
+            self.rebuilt_because = "the first read"
+            return None
+        seen, memory = self._memory
+        with self._lock, transaction(self._db, immediate=False):
+            head = self._head()
+            rows = self._db.execute(
+                "SELECT record, sha256 FROM records WHERE namespace = ? AND seq > ? ORDER BY seq",
+                (self.namespace, seen.last_seq),
+            ).fetchall()
+        chained = seen.sha256
+        for _, record_sha in rows:
+            chained = _chain(chained, record_sha)
+        if not rows or chained != head.sha256 or head.records != seen.records + len(rows):
+            self.rebuilt_because = "records were deleted or replaced since the last read"
+            return None
+        from muster_exact.core.progress import shown
+
+        self._open_caches()
+        with shown(self.progress):
+            grown = memory.grown([json.loads(body) for body, _ in rows], self.memo)
+        if isinstance(grown, str):
+            log.info("%s: built afresh: %s", self.path, grown)
+            self.rebuilt_because = grown
+            return None
+        self.rebuilt_because = None
+        self.embedded = grown.embedded
+        if not self.read_only:
+            self._remember_growth(grown)
+            # Saving writes every unit again; after a growth it waits (for close, or a batch).
+            self._unsaved += 1
+            if self._unsaved >= SAVE_AFTER_GROWTHS:
+                self._save(head, grown)
+        self._memory = (head, grown)
+        return grown
+
+    @guarded
+    def context(self, query: str, units: int | None = None) -> Context:
+        """The context for ``query`` over every record of this namespace, as a fresh build gives it."""
+        return self.memory().context(query, units)
+
+    @guarded
+    def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
+        """:meth:`context` with the reasons: floors, proposals, rerank order, why each unit is kept."""
+        return self.memory().explain_query(query, units)
+
+    def _forget_units(self) -> tuple[int, int]:
+        """Drop vectors and scores of unit texts no namespace uses any more."""
+        records = [json.loads(body) for body in self._records()]
+        keys: list[str] = []
+        if records:
+            from muster_exact.memory import embedding_pieces, planned, rules_of
+
+            plan, cut, models, _ = planned(records, self.preset, self.read_models())
+            # The pieces need the embedder's tokenizer only, never the model itself.
+            keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan)).texts)
+        self._replace_unit_keys(keys)
+        self._open_caches()
+        with transaction(self._db):
+            return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")

@@ -1,0 +1,201 @@
+"""A store's state over its one SQLite connection: the namespace's head and records, read in one
+snapshot, and the text hashes its caches are keyed by (what ``delete`` keeps and drops)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from muster_exact.cache.memo import Memo
+from muster_exact.cache.vectors import Access
+from muster_exact.core.errors import (
+    InputError,
+)
+from muster_exact.store.file import (
+    guarded,
+    transaction,
+)
+from muster_exact.store.results import EMPTY_HEAD, Head, _chain
+
+if TYPE_CHECKING:
+    from muster_exact.derive.cut import Cut, Unit
+    from muster_exact.derive.plan import Plan
+    from muster_exact.memory import Memory
+    from muster_exact.models import Models
+
+
+DEFAULT_NAMESPACE = "default"
+# How long a delete waits for other connections' reads to end before it reports its erase pending.
+ERASE_WAIT_MS = 5_000
+PENDING_ERASURES = "pending_erasures"  # meta key: deletes whose text may still be on disk
+# A grown memory's derive result is saved on close or after this many growths (saving is linear
+# in the units; a growth is not): a process killed between saves costs its next open a derive.
+SAVE_AFTER_GROWTHS = 32
+
+
+class StoreState:
+    """The state every part of a :class:`~muster_exact.store.Store` shares: one namespace of one file."""
+
+    def __init__(
+        self,
+        path: Path,
+        db: sqlite3.Connection,
+        namespace: str,
+        preset: str | None,
+        models: Any,
+        access: Access = "rw",
+        reembed: bool = False,
+    ) -> None:
+        self.path = path
+        self.namespace = namespace
+        self.preset = preset
+        self.models = models  # as named (None: the preset's, $MUSTER_MODELS, or the store's own)
+        self.reembed = reembed
+        self._reads: Models | None = None  # what reads use, held to the recorded embedder
+        self.access = access
+        self._db = db
+        self._memory: tuple[Head, Memory] | None = None
+        self._plan: tuple[str, Plan] | None = None
+        self._caches: Any = None
+        # One connection, shared by the threads of a server: every use of it holds this lock.
+        self._lock = threading.RLock()
+        self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
+        # Why the last read built the memory afresh rather than growing the one before (None: it
+        # grew it, or nothing was read yet).
+        self.rebuilt_because: str | None = None
+        self._unsaved = 0  # growths since the derive result was last saved
+        # Per-text work of the last build (muster_exact.cache.memo): a read after an add analyses the
+        # new records and the units they change, not the store. Started anew on delete.
+        self.memo = Memo()
+        self.progress = (
+            False  # progress on stderr for a long rebuild (the CLI sets it; muster_exact.core.progress)
+        )
+
+    @property
+    def read_only(self) -> bool:
+        return self.access != "rw"
+
+    @guarded
+    def head(self) -> Head:
+        with self._lock:
+            return self._head()
+
+    def _head(self) -> Head:
+        row = self._db.execute(
+            "SELECT records, last_seq, sha256 FROM heads WHERE namespace = ?", (self.namespace,)
+        ).fetchone()
+        if row is None:
+            return Head(self.namespace, 0, 0, EMPTY_HEAD).read_by(self._plan_of)
+        return Head(self.namespace, int(row[0]), int(row[1]), str(row[2])).read_by(self._plan_of)
+
+    @guarded
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The namespace's records in the order they were added (a consistent snapshot)."""
+        with self._lock:
+            rows = self._records()
+        return (json.loads(body) for body in rows)
+
+    def _records(self) -> list[str]:
+        rows = self._db.execute(
+            "SELECT record FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
+        ).fetchall()
+        return [body for (body,) in rows]
+
+    @guarded
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT namespace FROM heads ORDER BY namespace")]
+
+    def _snapshot(self) -> tuple[Head, list[dict[str, Any]]]:
+        """The head and its records, read in one transaction (no add can fall between them)."""
+        with self._lock, transaction(self._db, immediate=False):
+            head = self._head()
+            records = [json.loads(body) for body in self._records()]
+        if not records:
+            raise InputError(f"namespace {self.namespace!r} of {self.path} is empty; add records first")
+        return head, records
+
+    def _write_head(self, head: Head) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?)",
+            (head.namespace, head.records, head.last_seq, head.sha256),
+        )
+
+    def _recomputed_head(self) -> Head:
+        sha, count, last = EMPTY_HEAD, 0, 0
+        for seq, record_sha in self._db.execute(
+            "SELECT seq, sha256 FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
+        ):
+            sha, count, last = _chain(sha, record_sha), count + 1, int(seq)
+        previous = self._head()
+        return Head(self.namespace, count, max(last, previous.last_seq), sha)
+
+    def _open_caches(self) -> tuple[Any, Any]:
+        if self._caches is None:
+            from muster_exact.cache.vectors import AnalysisCache, ScoreCache, VectorCache
+
+            analyses = AnalysisCache(self.path, self.access)
+            self._caches = (VectorCache(self.path, self.access), ScoreCache(self.path, self.access), analyses)
+            self.memo.backing = analyses
+        return self._caches[:2]  # type: ignore[no-any-return]
+
+    def _remember_units(self, memory: Memory) -> None:
+        """Which texts this namespace uses now: what ``delete`` keeps in the caches."""
+        self._replace_unit_keys(_live_keys(memory.cut, memory.pieces.texts))
+
+    def _remember_growth(self, memory: Memory) -> None:
+        """The texts a grown memory added: its new records, units and pieces (the units it cut
+        again no longer count, but their texts are made of records still here; the next delete
+        recounts every key)."""
+        assert memory.growth is not None
+        keep = memory.growth.first_unit
+        tail = memory.cut.units[keep:]
+        pieces = memory.pieces.texts[memory.pieces.start[keep] if tail else len(memory.pieces.texts) :]
+        keys = _live_keys(memory.cut, pieces, tail)
+        with transaction(self._db):
+            self._db.executemany(
+                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
+            )
+
+    def _replace_unit_keys(self, keys: list[str]) -> None:
+        """Only the change is written (after an add: the new record's and its units' keys)."""
+        wanted = set(keys)
+        rows = self._db.execute("SELECT sha256 FROM unit_keys WHERE namespace = ?", (self.namespace,))
+        known = {row[0] for row in rows}
+        if wanted == known:
+            return
+        with transaction(self._db):
+            self._db.executemany(
+                "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
+                [(self.namespace, k) for k in sorted(known - wanted)],
+            )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
+                [(self.namespace, k) for k in sorted(wanted - known)],
+            )
+
+    def _plan_of(self, head: Head) -> Plan:  # the plan reader (StoreReads); a head reads by it
+        raise NotImplementedError
+
+
+def _live_keys(cut: Cut, piece_texts: Sequence[str], units: Sequence[Unit] | None = None) -> list[str]:
+    """Text hashes the caches key by: records and units (counts, terms, entities, cross-encoder
+    scores) and pieces (vectors). ``units``: only these units and their records (a growth's)."""
+    chosen = cut.units if units is None else units
+    records = (
+        cut.source.records
+        if units is None
+        else [cut.source.records[r] for r in sorted({r for u in chosen for r in u.records})]
+    )
+    texts = (
+        *(cut.source.record_text(r) for r in records),
+        *(cut.text(u) for u in chosen),
+        *(cut.retrieval_text(u) for u in chosen),
+        *piece_texts,
+    )
+    return sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
