@@ -1,0 +1,220 @@
+"""The ``muster`` command line: every subcommand, its options and help, in one parser."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from muster_exact import __version__
+from muster_exact.cli.checking import _cmd_verify_contexts, _cmd_verify_cuts
+from muster_exact.cli.reading import _cmd_derive, _cmd_fetch, _cmd_presets, _cmd_query
+from muster_exact.cli.serving import _cmd_http, _cmd_mcp
+from muster_exact.cli.writing import ERASE_PENDING_EXIT, _cmd_add, _cmd_forget, _cmd_info
+
+
+def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:
+    from muster_exact.models import AUTO, MODELS_ENV, PROFILES
+
+    p.add_argument(
+        "--models",
+        metavar="PROFILE|DIR",
+        help=f"the models {what or 'retrieval runs'}: {', '.join(PROFILES.names())}, {AUTO} (the paper's "
+        "models where they can run, else cpu-small), or a local directory holding a model's files "
+        f"(default: ${MODELS_ENV}, else {AUTO})",
+    )
+
+
+def _input_limit_option(p: argparse.ArgumentParser) -> None:
+    from muster_exact.core.limits import DEFAULT_MAX_INPUT_BYTES
+    from muster_exact.text.records import MAX_INPUT_ENV
+
+    p.add_argument(
+        "--max-input-bytes",
+        type=int,
+        metavar="N",
+        help=f"refuse an input file or stdin over N bytes (default: ${MAX_INPUT_ENV}, else "
+        f"{DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
+    )
+
+
+def _quiet_option(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
+    """``-q``: before the command (``muster -q query ...``) or after it, where long work is shown
+    (a subcommand's copy leaves the value alone unless given: SUPPRESS)."""
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="no progress on stderr for long work (a bar on a terminal, else a line per tenth)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="muster", description="MUSTER: long-term memory that keeps every word."
+    )
+    parser.add_argument("--version", action="version", version=f"muster {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
+    _quiet_option(parser, default=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("derive", help="detect a store's structure and print the plan and why")
+    p.add_argument(
+        "file",
+        help="a .txt file, .json/.jsonl records with speaker/time/text, or a .json declared-record "
+        'envelope {"format": "serial", "records": [...]}',
+    )
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--mode", choices=("native", "exact"), default="native")
+    p.add_argument(
+        "--models",
+        help="the plan a build with this profile (or model folder) uses: in native mode record-store "
+        "units no longer than its embedder's window (default: units up to the record budget, no models)",
+    )
+    _input_limit_option(p)
+    p.set_defaults(run=_cmd_derive)
+
+    p = commands.add_parser(
+        "query", help="the context for QUESTION from FILE (built now) or from a store (--store F QUESTION)"
+    )
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="a .txt file, .json/.jsonl records or a .json declared-record envelope "
+        "(with --store: the question)",
+    )
+    p.add_argument("question", nargs="?", metavar="QUESTION")
+    p.add_argument("--store", help="read from this MUSTER store file instead of FILE")
+    p.add_argument("--namespace", default="default", help="the store's namespace (default: default)")
+    p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
+    _models_option(p)
+    p.add_argument(
+        "--reembed",
+        action="store_true",
+        help="with --store: let --models replace the embedder the namespace was built with "
+        "(every unit is embedded anew)",
+    )
+    p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
+    p.add_argument("--mode", choices=("native", "exact"), help="default: exact with a preset, else native")
+    p.add_argument(
+        "--explain", action="store_true", help="add the plan, channel floors, rerank order, reasons"
+    )
+    p.add_argument("--json", action="store_true", help="print plan and context as JSON")
+    _input_limit_option(p)
+    _quiet_option(p)
+    p.set_defaults(run=_cmd_query)
+
+    p = commands.add_parser("add", help="add records to a store (one transaction; no model is called)")
+    p.add_argument(
+        "file", nargs="?", default="-", help=".json array, .jsonl, or text (blank-line blocks); - for stdin"
+    )
+    p.add_argument("--store", required=True, help="the store file (created when missing)")
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--request-id", help="apply this add once: a retry with the same id writes nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _input_limit_option(p)
+    p.set_defaults(run=_cmd_add, models=None)
+
+    p = commands.add_parser(
+        "forget",
+        help="delete records and every trace of them from a store",
+        description="Delete records by id, or every record one add's --request-id added, with their "
+        "cached vectors, scores and analyses; returns when their text is gone from every file of the "
+        f"store. Exit 0: erased; {ERASE_PENDING_EXIT}: deleted, but another connection's read keeps the "
+        "text on disk until the store's next open or write; 2: refused (an id the namespace does not "
+        "hold: nothing is deleted).",
+    )
+    p.add_argument("--store", required=True, help="the store file (never created)")
+    p.add_argument("--namespace", default="default")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", action="append", metavar="ID", help="a record id (repeatable)")
+    which.add_argument("--request-id", metavar="R", help="every record the add with this request id added")
+    p.add_argument("--preset", help="the preset reads use (it shapes which cached units stay)")
+    _models_option(p, "reads use (its tokenizer keys the cached vectors)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_cmd_forget)
+
+    p = commands.add_parser("info", help="a store's namespaces, head and plan")
+    p.add_argument("--store", required=True)
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--preset", help="the preset reads use (it shapes the plan)")
+    _models_option(p, "reads use")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_cmd_info)
+
+    from muster_exact.core.limits import DEFAULT_MAX_BODY
+    from muster_exact.serve.backend import DEFAULT_MAX_OPEN, TOKEN_ENV
+
+    for name, text in (
+        ("mcp", "serve a store to MCP clients over stdio"),
+        ("http", "serve a store over HTTP"),
+    ):
+        about = f"{text}." + (
+            f" Set ${TOKEN_ENV}=TOKEN to require 'Authorization: Bearer TOKEN' on every route but /healthz."
+            if name == "http"
+            else ""
+        )
+        p = commands.add_parser(name, help=text, description=about)
+        p.add_argument("--store", required=True, help="the store file (created when missing)")
+        p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
+        p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
+        _models_option(p, "for reads")
+        p.add_argument(
+            "--max-open-namespaces",
+            type=int,
+            default=DEFAULT_MAX_OPEN,
+            help=f"namespaces open at once; the least recently used is closed (default: {DEFAULT_MAX_OPEN})",
+        )
+        if name == "http":
+            p.add_argument(
+                "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)"
+            )
+            p.add_argument("--port", type=int, default=8765)
+            p.add_argument(
+                "--token",
+                help=f"as ${TOKEN_ENV}, which is better: a command line is visible to every user (ps)",
+            )
+            p.add_argument(
+                "--max-body", type=int, default=DEFAULT_MAX_BODY, help="request body limit in bytes"
+            )
+            p.add_argument(
+                "--allow-host",
+                action="append",
+                default=[],
+                metavar="NAME",
+                help="a Host name to answer besides localhost, 127.0.0.1 and [::1] (repeatable)",
+            )
+            p.add_argument(
+                "--allow-origin",
+                action="append",
+                default=[],
+                metavar="ORIGIN",
+                help="a web origin (https://app.example) allowed to call from a browser (repeatable)",
+            )
+            p.add_argument(
+                "--declared-records",
+                action="store_true",
+                help="also serve POST /v1/declared/context: the context of a declared record array "
+                '({"format": "serial", "records": [...]}) sent with the query, built in memory, never stored',
+            )
+        p.set_defaults(run=_cmd_mcp if name == "mcp" else _cmd_http)
+
+    p = commands.add_parser("presets", help="list the frozen presets and what each fixes")
+    p.set_defaults(run=_cmd_presets)
+
+    p = commands.add_parser("fetch", help="prepare offline resources (the cl100k_base tokenizer file)")
+    p.set_defaults(run=_cmd_fetch)
+
+    p = commands.add_parser("verify", help="check cuts against pinned manifests")
+    checks = p.add_subparsers(dest="check", required=True, metavar="CHECK")
+    c = checks.add_parser("cuts", help="detection over every benchmark store under --data")
+    c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
+    c.add_argument("--manifest", help="expected values (default: the package's manifests/cuts.json)")
+    c.set_defaults(run=_cmd_verify_cuts)
+    c = checks.add_parser("contexts", help="recompute contexts and compare their SHA-256 to the manifests")
+    c.add_argument("--data", required=True, help="benchmark data root (e.g. ../shared/data)")
+    c.add_argument("--preset", help="only this preset's manifests")
+    c.add_argument("--manifests", help="manifest folder (default: the package's manifests/)")
+    _quiet_option(c)
+    c.set_defaults(run=_cmd_verify_contexts)
+    return parser

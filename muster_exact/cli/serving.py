@@ -1,0 +1,83 @@
+"""``muster mcp`` and ``muster http``: one backend, its models loaded at start-up, served."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from muster_exact.serve.backend import Backend
+
+log = logging.getLogger("muster_exact.cli")
+
+
+def _backend(args: argparse.Namespace) -> Backend:
+    from muster_exact.serve.backend import Backend
+
+    return Backend(
+        args.store,
+        namespace=args.namespace,
+        preset=args.preset,
+        models=args.models,
+        max_open=args.max_open_namespaces,
+    )
+
+
+def _load_models(backend: Backend) -> None:
+    """A server's models, loaded before it takes requests and said in one line."""
+    names, seconds = backend.load_models()
+    log.warning("loaded %s in %.2f s, before the first request", names, seconds)
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from muster_exact.integrations import require
+
+    require("mcp", "'muster-memory[mcp]'")
+    from muster_exact.serve import mcp
+
+    backend = _backend(args)
+    try:
+        _load_models(backend)
+        mcp.serve(backend)
+    finally:
+        backend.close()
+    return 0
+
+
+def _cmd_http(args: argparse.Namespace) -> int:
+    from muster_exact.integrations import require
+
+    require("fastapi", "'muster-memory[http]'")
+    from muster_exact.serve import http
+
+    token = http.token_of(args.token)
+    sock = http.listen(args.host, args.port)  # a bad or busy port fails here, before the store is opened
+    try:
+        backend = _backend(args)
+        _load_models(backend)
+    except BaseException:
+        sock.close()
+        raise
+    # The bound address is a name of this server too (unless it is every address).
+    hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]
+    log.warning(
+        "serving %s on http://%s:%d (%s)",
+        args.store,
+        args.host,
+        args.port,
+        "token required" if token else "no token",
+    )
+    try:
+        http.serve(
+            backend,
+            sock,
+            token,
+            args.max_body,
+            hosts=hosts,
+            origins=args.allow_origin,
+            declared_records=args.declared_records,
+        )
+    finally:
+        backend.close()
+    return 0
