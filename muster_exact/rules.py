@@ -4,7 +4,7 @@ Exact mode replays the paper's method; its only change is the one that
 makes the CPU embedder see what the paper's embedder saw (whole units, as
 pieces). Native mode, the library default, adds what helps a short-window
 embedder with no cross-encoder. Why each rule sits where it does is in
-``docs/decisions.md`` ("CPU retrieval", issue 11).
+``docs/decisions/0048-rules-per-mode.md`` (issue 11; issue 28's rules: 0120, 0121).
 
 Build-time rules shape the cut (``unit_size``) and the indexes (``pieces``,
 ``lexical``); the others are read per query, so
@@ -79,10 +79,10 @@ BUILD_RULES = ("unit_size", "pieces")
 
 # The paper's method on a CPU embedder: pieces so the embedder reads whole units, nothing else.
 EXACT = Rules()
-# What native mode adds (docs/decisions.md): record-store units no longer than the embedder's
-# window, the standard analyser, floors in each channel's own order, and the graph channel (its
-# floor and its proposals) only where parents are slots (numbered logs); on group parents,
-# positional windows, it proposes nothing.
+# What native mode adds (docs/decisions/ 0121, 0045, 0046, 0120): record-store units no longer
+# than the embedder's window, the standard analyser, floors in each channel's own order, and the
+# graph channel (its floor and its proposals) only where parents are slots (numbered logs); on
+# group parents, positional windows, it proposes nothing.
 NATIVE = Rules(
     unit_size="window", lexical="standard", floor_order="own", graph_floor="slots", graph_votes="slots"
 )

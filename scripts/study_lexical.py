@@ -4,7 +4,8 @@ Each is a BM25 channel with the library's channel shape (``name``, ``propose(que
 on the library's own index (``muster_exact.channels.bm25``) and analyser, so the study swaps it
 into a built memory and every step after it (fusion, floors, selection, assembly, the budgeted
 baseline) is the library's. They live here, beside the study, because none became a rule:
-``results/study/cpu_retrieval.md`` has what each did, ``docs/decisions.md`` why none was kept.
+``results/study/cpu_retrieval.md`` has what each did,
+``docs/decisions/0125-lexical-variants-not-adopted.md`` why none was kept.
 
 * :class:`RecordBM25`: BM25 over the records inside each unit (a one-record unit: the unit), with
   the records' own statistics, a unit scored by its best record: the MaxP rule of passage-level

@@ -19,8 +19,9 @@ def data_root() -> Path | None:
 
 
 # The longest modules on a fresh clone (empty vector cache), longest first: their time in a
-# `make test` of a fresh clone (`--durations`, docs/decisions.md "Test time"). `make test` keeps
-# this order (--no-loadscope-reorder; xdist would otherwise start the files with the most tests).
+# `make test` of a fresh clone (`--durations`, docs/decisions/0062-test-time-both-cores.md).
+# `make test` keeps this order (--no-loadscope-reorder; xdist would otherwise start the files
+# with the most tests).
 LONGEST_FIRST = (
     "tests/harness/test_stages.py",
     "tests/harness/test_answer_judge.py",

@@ -14,7 +14,7 @@
   of their characters gives each character and each pair of neighbours
   (``"東京都"``: 東, 東京, 京, 京都, 都), the bigrams with unigrams of
   Lucene's ``CJKBigramFilter``; a text without such characters gets the
-  terms it always got (docs/decisions.md, "Text beyond English").
+  terms it always got (docs/decisions/0095-cjk-bm25-terms.md).
 
 Both analysers give the same terms to documents and queries; the scoring
 formula stays rank-bm25's Okapi BM25 with its defaults.

@@ -2,7 +2,7 @@
 
 Their text has no spaces between words, so the exact mode's ``\\w+`` runs make a whole phrase one
 term and a query in those scripts proposes nothing; native mode's analyser reads their characters
-and pairs of characters (muster_exact.text.lexical, docs/decisions.md "Text beyond English").
+and pairs of characters (muster_exact.text.lexical, docs/decisions/0095-cjk-bm25-terms.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The slot rule on the 8 FactConsolidation stores, measured from the outside.
 
-Numbers recorded in docs/decisions.md; this test holds them.
+Numbers recorded in docs/decisions/0006-slots-on-numbered-logs.md; this test holds them.
 """
 
 from __future__ import annotations

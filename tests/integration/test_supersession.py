@@ -1,7 +1,8 @@
 """On all 8 FactConsolidation stores: one version per slot, the newest, and the gold in reach.
 
 Profile cpu-small, preset mab.u10 (U = 10), under the exact and the native
-rules. Measured figures are in docs/decisions.md; this test holds them.
+rules. Measured figures are in docs/decisions/0018-factconsolidation-supersession-measured.md
+(exact) and docs/decisions/0126-where-the-misses-are.md (native); this test holds them.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def test_a_query_of_only_stop_words_proposes_nothing() -> None:
     assert BM25Channel(DOCS, "standard").propose("Is it that, or this?", 5).units == ()
 
 
-# --- Text in scripts written without spaces (docs/decisions.md, "Text beyond English") ----------
+# --- Text in scripts written without spaces (docs/decisions/0095-cjk-bm25-terms.md) -------------
 
 
 def _standard_before(text: str) -> list[str]:
