@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -260,11 +261,17 @@ class Task:
     units: tuple[int, ...]
 
 
-def _kept_path(task: Task) -> Path:
+@functools.cache
+def _code_sha256() -> str:
+    """The library's and the study scripts' code, hashed once per run: the code the run started with."""
     code = hashlib.sha256(library_sha256().encode())
     for script in ("study_cpu_retrieval.py", "study_lexical.py"):
         code.update((REPO / "scripts" / script).read_bytes())
-    what = json.dumps([code.hexdigest(), dataclasses.asdict(task) | {"data": None}], sort_keys=True)
+    return code.hexdigest()
+
+
+def _kept_path(task: Task) -> Path:
+    what = json.dumps([_code_sha256(), dataclasses.asdict(task) | {"data": None}], sort_keys=True)
     return resource_dir() / "study" / f"{hashlib.sha256(what.encode()).hexdigest()[:24]}.json"
 
 
