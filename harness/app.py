@@ -19,7 +19,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from harness.config import ConfigError, check, register
+from harness.checks import check
+from harness.config import ConfigError, register
 from harness.seed import ensure_hash_seed
 from muster_exact.core.errors import MusterError
 from muster_exact.core.pipes import closed_stdout

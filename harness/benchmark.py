@@ -58,6 +58,8 @@ class Benchmark(Protocol):
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics: ...
 
+    def question_metrics(self, judged: Judged, official_quirks: bool) -> Metrics: ...
+
     def corrected_golds(self, data: DataRoot) -> dict[str, str]: ...
 
     def table_note(self, official_quirks: bool) -> str: ...
@@ -92,6 +94,29 @@ class BenchmarkBase:
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
         raise NotImplementedError
+
+    def question_metrics(self, judged: Judged, official_quirks: bool) -> Metrics:
+        """Every metric of one judged question, from its saved line alone.
+
+        A question the reader failed (no answer) scores 0 everywhere: a failure
+        counts against the system, never out of the table.
+        """
+        answer = judged.get("answer")
+        failed = answer is None
+        verdicts: Verdicts = judged.get("verdicts") or {}
+        if failed:  # nothing was judged: every verdict the answer would have had is a 0
+            question = {
+                "question": judged.get("question", ""),
+                "gold": list(judged["gold"]),
+                "category": judged["category"],
+                "rubric": judged.get("rubric") or [],
+            }
+            needed = self.judge_requests(question, "", judged.get("gold_corrected"))
+            verdicts = {request.slot: [0.0] for request in needed}
+        metrics = self.answer_metrics(judged, answer or "", verdicts, official_quirks)
+        if failed:
+            metrics = {name: 0.0 if value is not None else None for name, value in metrics.items()}
+        return metrics
 
     def corrected_golds(self, data: DataRoot) -> dict[str, str]:
         """qid -> the corrected gold of each question whose gold an audit found wrong."""

@@ -6,8 +6,8 @@ Two halves, kept apart so scores can be recomputed offline:
   judge calls a question needs (each benchmark module under
   :mod:`harness.benchmarks` states its own rule). Their raw replies are
   saved in ``judgments.jsonl``.
-* :func:`question_metrics` turns one saved answer and its saved judgments
-  into numbers, through the benchmark's
+* a benchmark's :meth:`~harness.benchmark.BenchmarkBase.question_metrics`
+  turns one saved answer and its saved judgments into numbers, through its
   :meth:`~harness.benchmark.Benchmark.answer_metrics`. It needs no network
   and no model: ``stage=rescore`` calls only this.
 
@@ -21,10 +21,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from harness.benchmark import Benchmark
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -71,29 +68,3 @@ def verdict_metrics(name: str, verdicts: list[float | None]) -> dict[str, float 
     """Majority and mean over the judge's runs (failed runs left out; all failed: no value)."""
     kept = [v for v in verdicts if v is not None]
     return {name: majority(kept), f"{name}_mean": statistics.fmean(kept) if kept else None}
-
-
-def question_metrics(
-    benchmark: Benchmark, judged: dict[str, Any], official_quirks: bool
-) -> dict[str, float | None]:
-    """Every metric of one judged question, from its saved line alone.
-
-    A question the reader failed (no answer) scores 0 everywhere: a failure
-    counts against the system, never out of the table.
-    """
-    answer = judged.get("answer")
-    failed = answer is None
-    verdicts: dict[str, list[float | None]] = judged.get("verdicts") or {}
-    if failed:  # nothing was judged: every verdict the answer would have had is a 0
-        question = {
-            "question": judged.get("question", ""),
-            "gold": list(judged["gold"]),
-            "category": judged["category"],
-            "rubric": judged.get("rubric") or [],
-        }
-        needed = benchmark.judge_requests(question, "", judged.get("gold_corrected"))
-        verdicts = {request.slot: [0.0] for request in needed}
-    metrics = benchmark.answer_metrics(judged, answer or "", verdicts, official_quirks)
-    if failed:
-        metrics = {name: 0.0 if value is not None else None for name, value in metrics.items()}
-    return metrics

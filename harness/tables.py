@@ -19,7 +19,6 @@ import pandas as pd
 
 from harness import benchmarks, runs
 from harness.benchmark import Benchmark
-from harness.judging import question_metrics
 from harness.metrics import HEADLINE
 from harness.systems import MUSTER_ROWS
 from muster_exact.memory.variants import BUDGETED
@@ -195,7 +194,7 @@ def judged_frame(directory: Path, benchmark: Benchmark, official_quirks: bool) -
                 "category": str(line["category"]),
                 "failed": float(line.get("answer") is None),
                 "judge_failed": float(bool(line.get("judge_failures"))),
-                **question_metrics(benchmark, line, official_quirks),
+                **benchmark.question_metrics(line, official_quirks),
             }
         )
     return pd.DataFrame(rows)

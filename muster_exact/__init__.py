@@ -18,6 +18,7 @@ from muster_exact.core.errors import (
     PlanError,
     ResourceMissing,
 )
+from muster_exact.core.version import __version__ as __version__
 from muster_exact.derive import Derived, analyse, derive, recut
 from muster_exact.derive.declared import SourceOrder
 from muster_exact.derive.plan import Plan
@@ -29,7 +30,6 @@ if TYPE_CHECKING:  # loaded on first use (__getattr__); typed here for a type ch
     from muster_exact.memory import Memory, build
     from muster_exact.memory.collection import Collection, build_collection, derive_collection
 
-__version__ = "0.1.0"
 
 __all__ = [
     "Collection",

@@ -18,7 +18,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -130,14 +130,19 @@ def muster_set() -> PromptSet:
     return PromptSet("muster", templates)
 
 
-def load(name: str, benchmark: str, pinned: Any = None) -> PromptSet:
-    """The prompt set ``name`` for ``benchmark``; ``official`` reads pinned files through ``pinned``."""
+class OfficialPrompts(Protocol):
+    """A benchmark, as the prompt sets see it: it says where its official prompts are."""
+
+    def official_prompts(self, pinned: Any) -> PromptSet: ...
+
+
+def load(name: str, benchmark: OfficialPrompts, pinned: Any = None) -> PromptSet:
+    """The prompt set ``name`` for ``benchmark`` (the benchmark object the stage holds);
+    ``official`` reads pinned files through ``pinned``."""
     if name == "muster":
         return muster_set()
     if name == "official":
-        from harness import benchmarks  # each benchmark module says where its official prompts are
-
         if pinned is None:
             raise PromptError("the official prompts need the pinned scorer files (paths.manifests)")
-        return benchmarks.load(benchmark).official_prompts(pinned)
+        return benchmark.official_prompts(pinned)
     raise PromptError(f"unknown prompt set {name!r}; choose one of {', '.join(SETS)}")

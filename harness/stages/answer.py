@@ -96,7 +96,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     known = {q.id for store in stores for q in store.questions}
     saved = saved_contexts(runs.run_dir(cfg), known)  # before the prompts, which may be fetched
     pinned = pinned_files(cfg)
-    prompts = load_prompts(cfg.reader.prompts, cfg.benchmark.name, pinned)
+    prompts = load_prompts(cfg.reader.prompts, benchmark, pinned)
     directory = runs.answers_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
     out_path = directory / runs.ANSWERS

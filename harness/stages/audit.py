@@ -51,7 +51,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     endpoint = llm.endpoint_from(cfg.judge)
     llm.check_ready(endpoint)
     pinned = pinned_files(cfg)
-    prompts = load_prompts(cfg.judge.prompts, audit.BENCHMARK, pinned)
+    prompts = load_prompts(cfg.judge.prompts, benchmarks.load(audit.BENCHMARK), pinned)
     data = DataRoot.open(cfg.paths.data_root, Path(cfg.paths.manifests) / "data.json")
     ids = audit.locomo_ids(data.path(audit.LOCOMO_FILE))
     errata = audit.load_errata(data.path(audit.ERRATA_FILE), ids) if cfg.judge.errata else None

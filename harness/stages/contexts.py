@@ -44,7 +44,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     all_stores = list(benchmarks.selected(benchmark.stores(data, cfg.benchmark), cfg.benchmark))
     directory = runs.run_dir(cfg)
     directory.mkdir(parents=True, exist_ok=True)
-    shard, shards = cfg.stage.shard, cfg.stage.shards  # in range: harness.config.check
+    shard, shards = cfg.stage.shard, cfg.stage.shards  # in range: harness.checks.check
     out_path = directory / runs.contexts_name(shard, shards)
     with runs.locked(out_path):
         saved = runs.read_jsonl(out_path, known={q.id for store in all_stores for q in store.questions})

@@ -54,7 +54,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
     # Before the prompts, which may be fetched.
     answers = runs.saved_answers(runs.answers_dir(cfg), set(questions))
     pinned = pinned_files(cfg)
-    prompts = load_prompts(cfg.judge.prompts, cfg.benchmark.name, pinned)
+    prompts = load_prompts(cfg.judge.prompts, benchmark, pinned)
     # judge.errata=true: qid -> the audit's corrected gold, for wrong golds only.
     errata = benchmark.corrected_golds(data) if cfg.judge.errata else None
     directory = runs.judge_dir(cfg)
@@ -105,7 +105,7 @@ def _judge_all(
         if errata is not None:
             judged["errata_checked"] = True
             judged["gold_corrected"] = corrected
-        if line.get("answer") is None:  # nothing to judge: scored 0 (see judging.question_metrics)
+        if line.get("answer") is None:  # nothing to judge: scored 0 (see Benchmark.question_metrics)
             return judged
         requests = benchmark.judge_requests(question, line["answer"], corrected)
         verdicts, failures = judge_one(client, prompts, requests, cfg.judge.runs)

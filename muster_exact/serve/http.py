@@ -44,7 +44,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-from muster_exact import __version__
 from muster_exact.core.errors import InputError, MusterError, ResourceMissing
 from muster_exact.core.limits import (
     DEFAULT_MAX_BODY,
@@ -55,6 +54,7 @@ from muster_exact.core.limits import (
     MAX_UNITS,
 )
 from muster_exact.core.optional import MissingExtra
+from muster_exact.core.version import __version__
 from muster_exact.derive.declared import FORMATS
 from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError
 from muster_exact.store import StoreError

@@ -143,7 +143,7 @@ class StoreReads(StoreState):
 
     def _settings(self) -> str:
         """What a saved derive result depends on besides the records."""
-        from muster_exact import __version__
+        from muster_exact.core.version import __version__
         from muster_exact.derive import saved
         from muster_exact.memory import models_for
 

@@ -64,9 +64,9 @@ def words(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _porter() -> Callable[[str], str]:
-    from muster_exact.models import require
+    from muster_exact.core.optional import require_extra
 
-    stemmer = require("Stemmer").Stemmer("porter")
+    stemmer = require_extra("Stemmer").Stemmer("porter")
     # Vocabularies are small next to token streams: stem each distinct word once.
     return functools.lru_cache(maxsize=1 << 18)(stemmer.stemWord)
 

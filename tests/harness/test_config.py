@@ -11,7 +11,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from harness.config import ConfigError, check, register
+from harness.checks import check
+from harness.config import ConfigError, register
 from harness.llm import Endpoint, endpoint_from
 from muster_exact.core.errors import MusterError
 from muster_exact.memory import presets

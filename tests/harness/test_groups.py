@@ -13,7 +13,8 @@ from omegaconf import DictConfig
 
 from harness import registries
 from harness.app import GROUP_ROOTS, check_choices, group_dir
-from harness.config import ConfigError, check, preset_family, register
+from harness.checks import check, preset_family
+from harness.config import ConfigError, register
 from muster_exact.memory import presets
 from tests.conftest import REPO
 

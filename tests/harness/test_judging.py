@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import benchmarks
-from harness.judging import question_metrics, read_verdict
+from harness.judging import read_verdict
 
 LOCOMO = benchmarks.load("locomo")
 BEAM = benchmarks.load("beam")
@@ -21,23 +21,23 @@ def test_verdicts_are_read_from_labels_and_scores() -> None:
 
 def test_runs_give_majority_and_mean_and_failed_runs_are_left_out() -> None:
     line = {"question": "q", "gold": ["Lisbon"], "category": "4", "answer": "Lisbon"}
-    metrics = question_metrics(LOCOMO, {**line, "verdicts": {"verdict": [1.0, 0.0, 1.0]}}, True)
+    metrics = LOCOMO.question_metrics({**line, "verdicts": {"verdict": [1.0, 0.0, 1.0]}}, True)
     assert metrics["llm_judge"] == 1.0 and metrics["llm_judge_mean"] == pytest.approx(2 / 3)
-    metrics = question_metrics(LOCOMO, {**line, "verdicts": {"verdict": [0.0, None, 1.0]}}, True)
+    metrics = LOCOMO.question_metrics({**line, "verdicts": {"verdict": [0.0, None, 1.0]}}, True)
     assert metrics["llm_judge"] == 0.0 and metrics["llm_judge_mean"] == 0.5  # 1 of 2 is not a majority
-    assert question_metrics(LOCOMO, {**line, "verdicts": {"verdict": [None]}}, True)["llm_judge"] is None
+    assert LOCOMO.question_metrics({**line, "verdicts": {"verdict": [None]}}, True)["llm_judge"] is None
 
 
 def test_adversarial_questions_are_never_sent_to_the_judge() -> None:
     question = {"question": "q", "gold": ["trap"], "category": "5"}
     assert LOCOMO.judge_requests(question, "Not mentioned in the conversation") == []
-    metrics = question_metrics(LOCOMO, {**question, "answer": "Not mentioned in the conversation"}, True)
+    metrics = LOCOMO.question_metrics({**question, "answer": "Not mentioned in the conversation"}, True)
     assert metrics == {"f1": 1.0}
 
 
 def test_a_failed_answer_scores_zero_on_every_metric() -> None:
     failed = {"question": "q", "gold": ["Lisbon"], "category": "1", "answer": None}
-    assert question_metrics(LOCOMO, failed, True) == {"f1": 0.0, "llm_judge": 0.0, "llm_judge_mean": 0.0}
+    assert LOCOMO.question_metrics(failed, True) == {"f1": 0.0, "llm_judge": 0.0, "llm_judge_mean": 0.0}
     beam = {
         "question": "q",
         "gold": ["x"],
@@ -45,15 +45,15 @@ def test_a_failed_answer_scores_zero_on_every_metric() -> None:
         "rubric": ["a"],
         "answer": None,
     }
-    assert question_metrics(BEAM, beam, True) == {"rubric": 0.0, "rubric_official": 0.0}
+    assert BEAM.question_metrics(beam, True) == {"rubric": 0.0, "rubric_official": 0.0}
 
 
 def test_beam_rubric_quirks_and_event_order_rank_score() -> None:
     line = {"question": "q", "gold": ["x"], "category": "information_extraction", "rubric": ["a", "b"]}
     judged = {**line, "answer": "a and half of b", "verdicts": {"rubric:0": [1.0], "rubric:1": [0.5]}}
     # The faithful mean keeps the half point; the official scorer's int() drops it.
-    assert question_metrics(BEAM, judged, True) == {"rubric": 0.75, "rubric_official": 0.5}
-    assert question_metrics(BEAM, judged, False) == {"rubric": 0.75, "rubric_official": None}
+    assert BEAM.question_metrics(judged, True) == {"rubric": 0.75, "rubric_official": 0.5}
+    assert BEAM.question_metrics(judged, False) == {"rubric": 0.75, "rubric_official": None}
     events = {
         "question": "q",
         "gold": ["x"],
@@ -62,10 +62,10 @@ def test_beam_rubric_quirks_and_event_order_rank_score() -> None:
     }
     # The answer lists the events in reverse: each line matched to its reference event.
     ordered = {**events, "answer": "3rd\n2nd\n1st", "alignment": [2, 1, 0], "verdicts": {"rubric:0": [1.0]}}
-    metrics = question_metrics(BEAM, ordered, True)
+    metrics = BEAM.question_metrics(ordered, True)
     assert metrics["tau_norm"] == 0.0 and metrics["rubric_official"] == 0.0  # tau = -1 -> (tau + 1) / 2 = 0
     in_order = {**ordered, "answer": "1st\n2nd\n3rd", "alignment": [0, 1, 2]}
-    assert question_metrics(BEAM, in_order, True)["tau_norm"] == 1.0
+    assert BEAM.question_metrics(in_order, True)["tau_norm"] == 1.0
 
 
 def _resampled_two_level_means(rows: list[tuple[str, str, float]], seed: int) -> list[float]:

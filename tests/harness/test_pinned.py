@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import benchmarks
 from harness.pinned import PinnedFileError, PinnedFiles, load_manifest
 from harness.prompts import PromptError
 from harness.prompts import load as load_prompts
@@ -171,7 +172,7 @@ def test_official_templates_are_extracted_and_filled(pinned_tree: tuple[Path, Pa
     manifest, mirror = pinned_tree
     files = PinnedFiles(manifest, mirror=mirror, cache=tmp_path / "cache", base_url=None)
 
-    locomo = load_prompts("official", "locomo", files)
+    locomo = load_prompts("official", benchmarks.load("locomo"), files)
     answer = locomo.get("answer").messages(context="CTX", question="Where?")
     assert answer == [
         {"role": "user", "content": "CTX\n\n\nRead the context. Question: Where? Reply briefly.\n"}
@@ -186,7 +187,7 @@ def test_official_templates_are_extracted_and_filled(pinned_tree: tuple[Path, Pa
     assert filled[0] == {"role": "system", "content": "You grade.\n"}
     assert 'Gold: G\nSaid: A\nReply {"label": "CORRECT"}' in filled[1]["content"]
 
-    mab = load_prompts("official", "mab", files)
+    mab = load_prompts("official", benchmarks.load("mab"), files)
     assert (
         mab.dataset("factconsolidation_sh_6k") == "factconsolidation" and mab.dataset("eventqa_full") is None
     )
@@ -194,14 +195,14 @@ def test_official_templates_are_extracted_and_filled(pinned_tree: tuple[Path, Pa
     assert message[0] == {"role": "system", "content": "You remember."}
     assert message[1]["content"] == "FACTS\nAnswer with the newest fact. Who? Use {label} literally."
 
-    beam = load_prompts("official", "beam", files)
+    beam = load_prompts("official", benchmarks.load("beam"), files)
     assert beam.get("answer").messages(context="C", question="Q")[0]["content"] == "Context: C\nQuestion: Q"
     rubric = beam.get("judge_rubric").messages(question="Q", rubric_item="R", answer="A")[0]["content"]
     # As in the official code, the judge prompt's <question> slot is never filled.
     assert rubric.startswith("Question: <question>\nItem: R\nResponse: A")
 
-    refined = load_prompts("official", "locomo_refined", files)
+    refined = load_prompts("official", benchmarks.load("locomo_refined"), files)
     with pytest.raises(PromptError, match="has no template 'judge_strict'"):
         refined.get("judge_strict")
     with pytest.raises(PromptError, match="unknown prompt set"):
-        load_prompts("mine", "locomo", files)
+        load_prompts("mine", benchmarks.load("locomo"), files)

@@ -9,7 +9,7 @@ Blocks are fenced, and the fence names the language:
   (derive, add, query, forget, info, presets) run in that folder, in order, on small input files
   the test writes; the others (servers, the long verify checks) are parsed by the CLI's own
   parser. ``python -m harness`` overrides are composed by Hydra and checked by
-  ``harness.config.check``; ``make`` targets must exist; ``curl`` lines are the ones
+  ``harness.checks.check``; ``make`` targets must exist; ``curl`` lines are the ones
   ``tests/serve/test_http.py`` sends to a real server; ``pip install`` extras must exist;
 - ``text``: not code (a layout listing).
 
@@ -147,7 +147,8 @@ def extras() -> set[str]:
 def check_harness(words: list[str]) -> None:
     from hydra import compose, initialize_config_dir
 
-    from harness.config import check, register
+    from harness.checks import check
+    from harness.config import register
 
     overrides = [w for w in words if not w.startswith("-") and not w.startswith("hydra/")]
     for launcher in (w.split("=", 1)[1] for w in words if w.startswith("hydra/launcher=")):

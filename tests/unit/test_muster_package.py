@@ -20,6 +20,15 @@ def test_the_public_api_is_muster_exact_s_own_objects() -> None:
     assert muster.__version__ == muster_exact.__version__
 
 
+def test_the_version_is_the_package_s_own() -> None:
+    """``muster_exact.core.version`` (a leaf, so the store can read it without a circle) says what
+    the installed package says."""
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert muster_exact.__version__ == declared
+
+
 @pytest.mark.parametrize(
     "name", ["integrations", "integrations.openai_tools", "serve.backend", "memory.presets", "store"]
 )
