@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install browser test check reproduce report bench bench-scale fuzz peers study clean
+.PHONY: help install browser test test-fast check reproduce report bench bench-scale fuzz peers study clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -53,6 +53,9 @@ browser:  ## Debian's chromium and chromedriver, for the results page's browser 
 test: install browser  ## the test suite (unit, integration, properties, the results page in chromium)
 	MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
 
+test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes
+	$(BIN)/python -m pytest tests/unit --numprocesses=auto --maxprocesses=4 --dist=loadfile
+
 check: install  ## lint, format check, types, and the reference (docs/api.md) built --strict
 	$(BIN)/ruff check muster muster_exact harness scripts tests examples
 	$(BIN)/ruff format --check muster muster_exact harness scripts tests examples
@@ -62,8 +65,8 @@ check: install  ## lint, format check, types, and the reference (docs/api.md) bu
 reproduce: install  ## the main job on CPU: nine presets, every system, hashes and expected scores checked, the page
 	$(BIN)/python scripts/reproduce.py --data $(DATA)
 
-report: install  ## the results page, results/index.html (matrix, plots, bench, audit; static, no network)
-	$(BIN)/python scripts/report.py
+report: install  ## the results page, results/index.html (matrix, plots, bench, audit; static, no network), and its screenshot
+	$(BIN)/python scripts/report.py --screenshot results/index.png
 
 bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.judging import Request
+from harness.llm.judging import Request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptError, PromptSet, Template
 from harness.runs import StageOrderError

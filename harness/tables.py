@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness import benchmarks, runs
 from harness.benchmark import Benchmark
-from harness.metrics import HEADLINE
+from harness.benchmarks.metrics import HEADLINE
 from harness.systems import MUSTER_ROWS
 from muster_exact.memory.variants import BUDGETED
 

@@ -25,7 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import benchmarks, reproduction  # noqa: E402
+from harness import benchmarks  # noqa: E402
+from harness.report import reproduction  # noqa: E402
 from muster_exact import __version__  # noqa: E402
 from muster_exact.cache.memo import Memo  # noqa: E402
 from muster_exact.cache.vectors import VectorCache, default_path, text_key  # noqa: E402

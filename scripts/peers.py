@@ -43,9 +43,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import benchmarks  # noqa: E402
+from harness.benchmarks.metrics import question_scores  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.metrics import question_scores  # noqa: E402
 from harness.tables import BOOTSTRAP, SEED, bootstrap_ci  # noqa: E402
 from muster_exact.memory import build, variants  # noqa: E402
 from muster_exact.rules import EXACT, NATIVE  # noqa: E402

@@ -17,8 +17,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import expected  # noqa: E402
-from harness.reproduction import PUBLISHED_TABLES, UNITS, comparison_table, presets_of, reproduced  # noqa: E402
+from harness.report import expected  # noqa: E402
+from harness.report.reproduction import PUBLISHED_TABLES, UNITS, comparison_table, presets_of, reproduced  # noqa: E402
 
 
 def main() -> None:

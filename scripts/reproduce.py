@@ -19,7 +19,7 @@
 
 Exit status 1 on any FAIL: a figure off by more than its tolerance, or a manifest
 with more than 1% of its context hashes differing (fewer is OKish: another CPU's float32
-rounding in a near-tie; ``harness.expected.context_verdict``). BEAM-100K at U = 20 is the
+rounding in a near-tie; ``harness.report.expected.context_verdict``). BEAM-100K at U = 20 is the
 paper's CPU replay setting. A rerun reuses the vector cache and the finished
 runs. The options below serve a subset (a tiny data root in the tests); the
 default is the whole job.
@@ -40,8 +40,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import expected, run_record, runs  # noqa: E402
-from harness.reproduction import (  # noqa: E402
+from harness import runs  # noqa: E402
+from harness.report import expected  # noqa: E402
+from harness.report.reproduction import (  # noqa: E402
     MODELS,
     PUBLISHED_TABLES,
     RECORD,
@@ -51,6 +52,7 @@ from harness.reproduction import (  # noqa: E402
     presets_of,
     reproduced,
 )
+from harness.runs import record as run_record  # noqa: E402
 from harness.systems import SYSTEMS  # noqa: E402
 from muster_exact import verify  # noqa: E402
 from muster_exact.core.errors import ManifestError  # noqa: E402

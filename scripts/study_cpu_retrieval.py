@@ -53,9 +53,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 from study_lexical import with_lexical  # noqa: E402
 
 from harness import benchmarks  # noqa: E402
+from harness.benchmarks.metrics import question_scores  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.metrics import question_scores  # noqa: E402
 from harness.runs import library_sha256  # noqa: E402
 from harness.tables import bootstrap_ci  # noqa: E402
 from muster_exact import rules  # noqa: E402

@@ -21,9 +21,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import benchmarks  # noqa: E402
+from harness.benchmarks.metrics import normalise  # noqa: E402
 from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.metrics import normalise  # noqa: E402
 from muster_exact.channels.graph import GraphChannel  # noqa: E402
 from muster_exact.memory import build, variants  # noqa: E402
 from muster_exact.retrieve.assemble import record_label  # noqa: E402

@@ -22,13 +22,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness import benchmarks, llm, run_record, runs, systems
+from harness import benchmarks, llm, runs, systems
 from harness.data import DataRoot
-from harness.memories import memory_for
 from harness.pinned import describe, pinned_files
 from harness.prompts import Template
 from harness.prompts import load as load_prompts
 from harness.runs import StageOrderError, saved_contexts
+from harness.runs import record as run_record
+from harness.systems.memories import memory_for
 from muster_exact.core import progress
 from muster_exact.core.errors import MusterError
 from muster_exact.verify.corpora import BenchmarkStore, Question

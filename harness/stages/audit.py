@@ -26,17 +26,19 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from harness import audit, benchmarks, llm, run_record, runs
+from harness import benchmarks, llm, runs
+from harness.benchmarks.locomo import audit
 from harness.data import DataRoot
-from harness.judge_calls import judge_one
-from harness.judging import majority
+from harness.llm.judge_calls import judge_one
+from harness.llm.judging import majority
 from harness.pinned import describe, pinned_files
 from harness.prompts import load as load_prompts
+from harness.runs import record as run_record
 from harness.tables import bootstrap_ci, markdown
 
 log = logging.getLogger(__name__)
 
-# The published files (harness.audit.PUBLISHED) this audit judges again.
+# The published files (harness.benchmarks.locomo.audit.PUBLISHED) this audit judges again.
 WRONG = {name: audit.PUBLISHED[name] for name in ("ap-v1", "ap-v2")}
 REAL = {name: audit.PUBLISHED[name] for name in ("fc-gpt-4o-mini-cot",)}
 

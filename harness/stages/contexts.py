@@ -22,10 +22,11 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness import benchmarks, run_record, runs, systems
+from harness import benchmarks, runs, systems
+from harness.benchmarks.metrics import question_scores
 from harness.data import DataRoot
-from harness.memories import memory_for
-from harness.metrics import question_scores
+from harness.runs import record as run_record
+from harness.systems.memories import memory_for
 from harness.tables import write_run_tables
 from muster_exact.core import progress
 from muster_exact.verify.corpora import BenchmarkStore

@@ -19,13 +19,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness import benchmarks, llm, run_record, runs
+from harness import benchmarks, llm, runs
 from harness.benchmark import Benchmark
 from harness.data import DataRoot
-from harness.judge_calls import align_events, judge_one
+from harness.llm.judge_calls import align_events, judge_one
 from harness.pinned import PinnedFiles, describe, pinned_files
 from harness.prompts import PromptSet
 from harness.prompts import load as load_prompts
+from harness.runs import record as run_record
 from harness.tables import write_judged_tables
 from muster_exact.core import progress
 
@@ -159,6 +160,4 @@ def _judge_all(
 
 def _scorer_files() -> dict[str, str]:
     """SHA-256 of this repo's scorer modules: what computed the lexical metrics."""
-    from harness import scorers
-
-    return scorers.sha256s()
+    return benchmarks.scorer_sha256s()

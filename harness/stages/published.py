@@ -10,7 +10,7 @@ v2). Writes ``<tables>/audit/published.{csv,md}``.
 MemoryAgentBench: the nous-memoryAgentBench files in
 ``<data>/memoryagentbench/outputs`` hold one answer per question with the
 file's own verdict. This stage scores the same answers with the benchmark's
-headline metric per source (``harness.published_mab``), beside the figure
+headline metric per source (``harness.benchmarks.mab.published``), beside the figure
 each file records, counts the disagreements each way and explains them.
 Writes ``<tables>/audit/published_mab.{csv,md}``.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig
 
-from harness import audit, published_mab
+from harness.benchmarks.locomo import audit
+from harness.benchmarks.mab import published as published_mab
 from harness.data import DataRoot
 from harness.tables import markdown
 

@@ -11,6 +11,7 @@ from muster_exact.cache.memo import Memo
 from muster_exact.channels import by_channel
 from muster_exact.core.errors import InputError, PlanError
 from muster_exact.derive import cut as cutting
+from muster_exact.derive import growth as growing
 from muster_exact.derive.detect import Detection, Tally, detect
 from muster_exact.derive.plan import Branch, Mode, Plan, Stats, Thresholds
 from muster_exact.text.records import Source, from_any
@@ -90,7 +91,7 @@ def record_unit_budget(record_budget: int, window: int | None) -> int:
 
 def grown(
     previous: Derived, source: Source, memo: Memo | None = None
-) -> tuple[Derived, cutting.Growth] | str:
+) -> tuple[Derived, growing.Growth] | str:
     """``previous`` extended by the records ``source`` appends to its own: what :func:`analyse`
     gives ``source`` (same mode and budgets), with detection's counts and the cut extended by
     the new records only. When the new records change the branch or the serial style, the
@@ -104,7 +105,7 @@ def grown(
             f"the branch changed from {plan.branch} ({plan.serial_style or 'no'} serials) to "
             f"{found.branch} ({found.style or 'no'} serials)"
         )
-    the_cut, growth = cutting.grown(
+    the_cut, growth = growing.grown(
         previous.cut,
         source,
         branch=found.branch,

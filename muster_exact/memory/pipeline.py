@@ -22,7 +22,8 @@ from muster_exact.core.errors import InputError
 from muster_exact.core.progress import shown
 from muster_exact.derive import Derived, declared, record_unit_budget
 from muster_exact.derive import grown as derived_grown
-from muster_exact.derive.cut import Cut, Growth
+from muster_exact.derive.cut import Cut
+from muster_exact.derive.growth import Growth
 from muster_exact.derive.pieces import Pieces
 from muster_exact.derive.plan import Mode, Plan
 from muster_exact.memory.indexes import (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import audit
+from harness.benchmarks.locomo import audit
 from tests.conftest import REPO
 from tests.harness.fake_llm import Behaviour, FakeLLM
 from tests.harness.test_published_mab import run_stage

@@ -1,4 +1,4 @@
-"""harness.expected: a table's figures, the verdicts, and the pin's errors."""
+"""harness.report.expected: a table's figures, the verdicts, and the pin's errors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import expected
-from harness.expected import FAIL, NEW, OK, OKISH, ExpectedError
+from harness.report import expected
+from harness.report.expected import FAIL, NEW, OK, OKISH, ExpectedError
 
 TABLE = "b/p/m/comparison.csv"
 
@@ -76,7 +76,7 @@ def test_a_bad_pin_or_table_is_one_error_naming_the_file(tmp_path: Path) -> None
 
 
 def test_the_pinned_matrix_holds_every_table_reproduce_writes() -> None:
-    from harness.reproduction import PUBLISHED_TABLES, comparison_table, presets_of, reproduced
+    from harness.report.reproduction import PUBLISHED_TABLES, comparison_table, presets_of, reproduced
     from tests.conftest import REPO
 
     pin = expected.load(REPO / "manifests" / "expected.yaml")

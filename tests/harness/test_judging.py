@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import benchmarks
-from harness.judging import read_verdict
+from harness.llm.judging import read_verdict
 
 LOCOMO = benchmarks.load("locomo")
 BEAM = benchmarks.load("beam")

@@ -4,7 +4,7 @@ The file has LongMemEval's own format (entries with question_id, question_type,
 haystack sessions with dates and ids, answer_session_ids). It runs through every
 stage as users run them: contexts (with evidence recall by session), answer and
 judge against the loopback server, rescore, and the side-by-side tables. Nothing
-outside ``harness/benchmarks/longmemeval.py``, its registration,
+outside ``harness/benchmarks/longmemeval/``, its registration,
 ``conf/benchmark/longmemeval.yaml`` and this test was written for it.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness import benchmarks
-from harness.benchmarks.longmemeval import data_file
+from harness.benchmarks.longmemeval.adapter import data_file
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
 from tests.conftest import REPO, torch_blocked_env

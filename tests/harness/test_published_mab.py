@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import published_mab
+from harness.benchmarks.mab import published as published_mab
 from harness.data import DataRoot, sha256_file
 from muster_exact.core.errors import DataError
 from tests.conftest import REPO

@@ -1,4 +1,4 @@
-"""The results page (harness/report.py) on small synthetic inputs, without a browser: a missing
+"""The results page (harness/report/page.py) on small synthetic inputs, without a browser: a missing
 input is a note in its section, the verdicts get their colour classes, the plots one series per
 system, the reproduction record its hashes and the CPU replay callout, and the same inputs give
 the same bytes. tests/integration/test_report_page.py opens the real page in chromium."""
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import expected, figures, report
+from harness.report import expected, figures, reproduction
+from harness.report import page as report
 from tests.conftest import REPO
 
 BENCHES = [("toy", "locomo"), ("toymab", "mab")]
@@ -178,7 +179,7 @@ def test_the_record_gives_the_hashes_and_calls_out_the_cpu_replay(sources: repor
                 "total": 3,
                 "differs": ["q2"],
             },
-            {  # one of 200 differing: OKish on the page as in the console (harness.expected)
+            {  # one of 200 differing: OKish on the page as in the console (harness.report.expected)
                 "benchmark": "toy",
                 "preset": "locomo.u40",
                 "rules": "exact",
@@ -198,7 +199,7 @@ def test_the_record_gives_the_hashes_and_calls_out_the_cpu_replay(sources: repor
         "cpu_replay": ["toy", "locomo.u20"],
         "passed": False,
     }
-    write(sources.results / report.RECORD, json.dumps(record))
+    write(sources.results / reproduction.RECORD, json.dumps(record))
     html = report.page(sources, BENCHES)
     assert "no reproduction record here" not in html
     hashes = re.search(r'<table class="hashes">.*?</table>', html)
@@ -210,15 +211,15 @@ def test_the_record_gives_the_hashes_and_calls_out_the_cpu_replay(sources: repor
     verdicts = re.findall(r'status-(\w+)">(\w+)</span>', hashes.group(0))
     assert verdicts == [("ok", "OK"), ("fail", "FAIL"), ("okish", "OKish"), ("fail", "FAIL")]
     assert "FAILED" in html and "2026-01-01T00:00:00Z" in html
-    write(sources.results / report.RECORD, "{not json")
+    write(sources.results / reproduction.RECORD, "{not json")
     assert "reproduce.json is not JSON" in report.page(sources, BENCHES)
-    write(sources.results / report.RECORD, json.dumps({"hashes": "x", "steps": [1], "host": 3}))
+    write(sources.results / reproduction.RECORD, json.dumps({"hashes": "x", "steps": [1], "host": 3}))
     assert "the record holds no context hashes" in report.page(sources, BENCHES)
 
 
 def test_timings_bench_and_audit_are_read_when_present(sources: report.Sources) -> None:
     write(
-        sources.results / "toy" / "locomo.u10" / report.MODELS / "timings.csv",
+        sources.results / "toy" / "locomo.u10" / reproduction.MODELS / "timings.csv",
         "system,build_s,query_ms_p50,run\nmuster,1.5,20.25,runs/x\n",
     )
     write(sources.tables / "bench" / "query.md", QUERY_MD)

@@ -1,9 +1,9 @@
 """Stages depend on shared modules, never on each other; no stage names a benchmark.
 
 A helper two stages need lives in a shared harness module (``harness.runs``,
-``harness.memories``, ``harness.pinned``, ``harness.judge_calls``...), so a
+``harness.systems.memories``, ``harness.pinned``, ``harness.llm.judge_calls``...), so a
 stage can be read, changed or removed alone. What differs between benchmarks
-lives in the benchmark's module (``harness.benchmarks.<name>``).
+lives in the benchmark's folder (``harness/benchmarks/<name>/``).
 """
 
 from __future__ import annotations
@@ -56,9 +56,10 @@ def test_no_benchmark_is_named_outside_its_registration() -> None:
     places = [
         *STAGES,
         REPO / "harness" / "tables.py",
-        REPO / "harness" / "judging.py",
+        REPO / "harness" / "llm" / "judging.py",
         REPO / "scripts" / "reproduce.py",
-        REPO / "harness" / "report.py",
+        REPO / "harness" / "report" / "page.py",
+        REPO / "harness" / "report" / "matrix.py",
         REPO / "scripts" / "report.py",
     ]
     found = [

@@ -1,6 +1,6 @@
 """The published LoCoMo judge outputs and errata (dial481/locomo-audit), read offline.
 
-Pins the figures harness.audit computes from the files in ../shared/data, and
+Pins the figures harness.benchmarks.locomo.audit computes from the files in ../shared/data, and
 checks them against each file's own summary fields (metadata, accuracy).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness import audit
+from harness.benchmarks.locomo import audit
 from muster_exact.core.errors import DataError
 from muster_exact.verify.corpora import Question, locomo_questions
 

@@ -5,8 +5,9 @@ The page is built by ``scripts/report.py`` from the repository's committed table
 and audit tables (the run records under results/runs when this machine has them), checked against
 manifests/expected.yaml. The browser must log no console error; the matrix must hold a row per system per
 benchmark with coloured cells; every plot must draw a series per system (checked in the DOM and in
-the plot's own screenshot); and the full-page screenshot must not be blank. That screenshot is
-saved as results/index.png (committed with the results).
+the plot's own screenshot); and the full-page screenshot must not be blank. The test keeps no
+file: ``make report`` saves the committed screenshot, results/index.png
+(harness/report/screenshot.py).
 
 Without chromium or chromedriver the tests skip, unless MUSTER_BROWSER_REQUIRED=1 (``make test``
 sets it, after ``make browser`` installs them): then they fail and say how to install them.
@@ -14,10 +15,8 @@ sets it, after ``make browser`` installs them): then they fail and say how to in
 
 from __future__ import annotations
 
-import base64
 import csv
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -29,13 +28,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness import expected, report
+from harness.report import expected, screenshot
+from harness.report import page as report
 from harness.systems import SYSTEMS
 from tests.conftest import REPO
 
-SCREENSHOT = REPO / "results" / "index.png"
-WIDTH = 1400
-INSTALL = "install them with `make browser` (apt-get install chromium chromium-driver, as root)"
+WIDTH, INSTALL = screenshot.WIDTH, screenshot.INSTALL
 
 
 def unavailable(reason: str) -> None:
@@ -77,30 +75,11 @@ def plotted_systems(benchmark: str, family: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def browser(page: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        unavailable("no chromium or chromedriver on PATH")
     try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        unavailable("selenium is not installed (the dev extra)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(chromium)
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for argument in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--window-size={WIDTH},1000", "--hide-scrollbars",
-    ):  # fmt: skip
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(driver_path)))
-    try:
-        driver.get(page.as_uri())
-        yield driver
-    finally:
-        driver.quit()
+        with screenshot.browser(page, tmp_path_factory.mktemp("chromium-profile")) as driver:
+            yield driver
+    except screenshot.NoBrowser as missing:
+        unavailable(str(missing))
 
 
 def find(driver: Any, css: str) -> list[Any]:
@@ -259,19 +238,8 @@ def test_each_plot_draws_a_series_per_system_with_intervals(browser: Any) -> Non
 
 
 def test_the_full_page_screenshot_is_not_blank(browser: Any) -> None:
-    metrics = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})
-    height = int(metrics["cssContentSize"]["height"])
-    shot = browser.execute_cdp_cmd(
-        "Page.captureScreenshot",
-        {
-            "format": "png",
-            "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1},
-        },
-    )
-    data = base64.b64decode(shot["data"])
+    data, height = screenshot.full_page_png(browser)
     pixels = png_pixels(data)
     assert pixels.shape[:2] == (height, WIDTH)
     assert distinct_colours(pixels) > 100
     assert coloured_pixels(pixels) > 5000
-    SCREENSHOT.write_bytes(data)

@@ -1,7 +1,7 @@
 """Growth: detection's running counts and a cut grown by appended records equal a fresh pass.
 
 A store that grows by ``Store.add`` extends the last read's detection tally and cut instead of
-starting again (muster_exact.derive.detect.Tally, muster_exact.derive.cut.grown). These properties hold the
+starting again (muster_exact.derive.detect.Tally, muster_exact.derive.growth.grown). These properties hold the
 extension to the fresh computation over random stores made of real benchmark text, grown in
 random steps, on every branch and with budgets small enough that records are cut in parts.
 """
@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from muster_exact.cache.memo import Memo
-from muster_exact.derive.cut import cut, grown
+from muster_exact.derive.cut import cut
 from muster_exact.derive.detect import Detection, detect
+from muster_exact.derive.growth import grown
 from muster_exact.text import tokens
 from muster_exact.text.records import from_records
 from tests.conftest import data_root

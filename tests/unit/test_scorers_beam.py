@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from harness.scorers import beam
+from harness.benchmarks.beam import scorer as beam
 
 # ---------------------------------------------------------------- question scores
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scorers import locomo
+from harness.benchmarks.locomo import scorer as locomo
 
 # ---------------------------------------------------------------- normalisation (no stemming)
 

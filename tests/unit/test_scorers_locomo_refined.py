@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from harness.scorers import locomo_refined as refined
+from harness.benchmarks.locomo_refined import scorer as refined
 
 
 def test_tokens_keep_punctuation_as_separate_tokens() -> None:

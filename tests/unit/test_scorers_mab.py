@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scorers import mab
+from harness.benchmarks.mab import scorer as mab
 
 TITLES = ["Heat", "Heathers", "Toy Story", "Toy Story 2", "Up", "Alien", "Aliens"]
 

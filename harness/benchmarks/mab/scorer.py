@@ -55,7 +55,7 @@ import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from harness.scorers import overlap
+from harness.benchmarks import overlap
 
 Golds = str | Sequence[str] | Sequence[Sequence[str]]
 

@@ -1,4 +1,4 @@
-"""The results page's plots as inline SVG (:mod:`harness.report`): a series per system with its
+"""The results page's plots as inline SVG (:mod:`harness.report.page`): a series per system with its
 95% intervals, on a linear or a decades axis. No script and nothing fetched: the SVG is text in
 the page."""
 
@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from html import escape
 
-from harness.reproduction import UNITS
+from harness.report.reproduction import UNITS
 from harness.systems import SYSTEMS
 
 WIDTH, HEIGHT = 640, 360

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
+from harness.benchmarks.mab import scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot, sha256_file
-from harness.judging import Request, verdict_metrics, yes_no_request
+from harness.llm.judging import Request, verdict_metrics, yes_no_request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
-from harness.scorers import mab as scorer
 from muster_exact.core.errors import DataError
 from muster_exact.text.records import from_text
 from muster_exact.verify.corpora import MAB_CONFLICT, BenchmarkStore, Question, mab_questions, mab_stores

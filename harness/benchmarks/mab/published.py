@@ -5,7 +5,7 @@ question: the source, the golds, the agent's answer and the file's own
 verdict (``correct``; the judge re-grade adds ``judge_correct`` and
 ``judge_model``). Each file is one source or split. This module scores the
 same answers against the same golds with the benchmark's headline metric
-for the source (:func:`harness.scorers.mab.headline_metric`) and counts the
+for the source (:func:`harness.benchmarks.mab.scorer.headline_metric`) and counts the
 questions where our verdict and the file's differ, in each direction.
 
 The files' verdicts were not all reached by the official routing: their
@@ -25,9 +25,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from harness.benchmarks.mab import scorer
 from harness.data import DataRoot
-from harness.scorers import mab as scorer
 from muster_exact.core.errors import DataError
 
 OUTPUTS = "memoryagentbench/outputs"
@@ -144,119 +147,46 @@ class PublishedFile:
     regrades: str = ""  # the field holding the verdicts a judge re-grade replaced
 
 
-FILES = (
-    PublishedFile(
-        "conflict_resolution",
-        f"{BASELINE}/results_conflict_resolution_replay_n320.jsonl",
-        "correct",
-        "substring",
-    ),
-    PublishedFile(
-        "conflict_resolution (judge re-grade)",
-        f"{REGRADE}/judge_results_conflict_resolution_replay_n320.jsonl",
-        "judge_correct",
-        LLM_JUDGE,
-        # The same 320 answers as the file above: counted once in the overall rows.
-        in_overall=False,
-        regrades="correct",
-    ),
-    PublishedFile(
-        "eventqa_131072",
-        f"{BASELINE}/results_eventqa_131072_replay_full.jsonl",
-        "correct",
-        "eventqa_recall",
-        also=("eventqa_recall",),
-        diagnoses=(
-            Diagnosis(
-                "substring_exact_match",
-                "they_accept",
-                "the gold is in the raw answer but not on the parsed line (the first line, with no "
-                "`Answer:`), which is all upstream scores EventQA's lexical metrics on",
-                _gold_off_parsed_line,
-            ),
-            Diagnosis(
-                "substring_exact_match",
-                "we_accept",
-                "the gold matches only after normalisation (articles, punctuation dropped); "
-                "eventqa_recall only lower-cases",
-                _normalisation_only,
-            ),
-        ),
-    ),
-    PublishedFile(
-        "detective_qa",
-        f"{BASELINE}/results_long_range_understanding_detective_qa.jsonl",
-        "correct",
-        "substring",
-        also=("substring_exact_match",),
-        diagnoses=(
-            Diagnosis(
-                "exact_match",
-                "they_accept",
-                "the gold option is in the answer, which is longer than the option, so exact match fails",
-                _longer_than_gold,
-            ),
-            Diagnosis(
-                "exact_match",
-                "they_accept",
-                "the answer holds a JSON object with answer and reasoning fields; upstream's parser "
-                "finds no `Answer:` in it (the key is quoted) and compares the whole first line",
-                _json_object,
-            ),
-        ),
-    ),
-    PublishedFile(
-        "longmemeval_s",
-        f"{BASELINE}/results_longmemeval_s__replay_full.jsonl",
-        "correct",
-        LLM_JUDGE,
-        also=("substring_exact_match",),
-        judge="the grader in their repository sends LongMemEval to a GPT-4o yes/no judge",
-        diagnoses=(
-            Diagnosis(
-                "substring_exact_match",
-                "they_accept",
-                f"every gold is longer than {DESCRIPTIVE_GOLD_WORDS} words: it describes the expected "
-                "answer for a judge to read rather than naming it",
-                _descriptive_gold,
-            ),
-            Diagnosis(
-                "substring_exact_match",
-                "we_accept",
-                "the gold is found only inside a longer word or number (no whole-word match)",
-                _gold_inside_a_word,
-            ),
-        ),
-    ),
-    PublishedFile(
-        "ruler_qa1_197K", f"{BASELINE}/results_ruler_qa1_197K_replay_full.jsonl", "correct", "substring"
-    ),
-    PublishedFile(
-        "ruler_qa2_421K", f"{BASELINE}/results_ruler_qa2_421K_replay_full.jsonl", "correct", "substring"
-    ),
-    PublishedFile(
-        "icl (5 sources)",
-        f"{BASELINE}/results_test_time_learning_icl_banking77_-icl_clinic150_-icl_nlu_8296sh-icl_trec_coars-"
-        "icl_trec_fine_.jsonl",
-        "correct",
-        "label_exact",
-        diagnoses=(
-            Diagnosis(
-                "exact_match",
-                "they_accept",
-                "the answer writes `label: N`; upstream's parser looks for `Answer:`, finds none and "
-                "scores the whole first line, which never equals the bare label",
-                _has_label,
-            ),
-            Diagnosis("exact_match", "they_accept", "that first line is `label: N` alone", _label_alone),
-            Diagnosis(
-                "exact_match",
-                "they_accept",
-                "the `label:` line comes after other lines",
-                _label_on_a_later_line,
-            ),
-        ),
-    ),
+# The properties a diagnosis names (``holds:`` in published.yaml), by name.
+PROPERTIES: dict[str, Callable[[Answer], bool]] = {
+    "gold_off_parsed_line": _gold_off_parsed_line,
+    "normalisation_only": _normalisation_only,
+    "has_label": _has_label,
+    "label_alone": _label_alone,
+    "longer_than_gold": _longer_than_gold,
+    "json_object": _json_object,
+    "label_on_a_later_line": _label_on_a_later_line,
+    "descriptive_gold": _descriptive_gold,
+    "gold_inside_a_word": _gold_inside_a_word,
+}
+TABLE = Path(__file__).with_name("published.yaml")
+
+
+def _published_file(entry: dict[str, Any]) -> PublishedFile:
+    """One entry of published.yaml: its placeholders filled, its diagnoses' properties looked up."""
+    words = {"baseline": BASELINE, "regrade": REGRADE, "descriptive_gold_words": DESCRIPTIVE_GOLD_WORDS}
+    diagnoses = tuple(
+        Diagnosis(d["metric"], d["direction"], d["text"].format(**words), PROPERTIES[d["holds"]])
+        for d in entry.get("diagnoses", ())
+    )
+    rule = entry["rule"]
+    if rule not in THEIR_RULES and rule != LLM_JUDGE:
+        raise ValueError(f"{TABLE.name}: {entry['name']}: unknown rule {rule!r}")
+    return PublishedFile(
+        entry["name"],
+        entry["relative"].format(**words),
+        entry["verdict_field"],
+        rule,
+        also=tuple(entry.get("also", ())),
+        diagnoses=diagnoses,
+        in_overall=bool(entry.get("in_overall", True)),
+        judge=entry.get("judge", ""),
+        regrades=entry.get("regrades", ""),
+    )
+
+
+FILES: tuple[PublishedFile, ...] = tuple(
+    _published_file(entry) for entry in yaml.safe_load(TABLE.read_text(encoding="utf-8"))
 )
 
 

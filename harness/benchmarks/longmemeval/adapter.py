@@ -34,7 +34,7 @@ from typing import Any
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.judging import Request, verdict_metrics, yes_no_request
+from harness.llm.judging import Request, verdict_metrics, yes_no_request
 from muster_exact.core.errors import DataError
 from muster_exact.text.records import Source
 from muster_exact.verify.corpora import BenchmarkStore, Question, present

@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 
-from harness.scorers import overlap
+from harness.benchmarks import overlap
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

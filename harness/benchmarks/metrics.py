@@ -5,7 +5,7 @@
 * full-evidence hit: 1 when every evidence id is shown;
 * answer in context: 1 when a normalised gold answer is a substring of the
   normalised context (MemoryAgentBench's normalisation: lower case, no
-  punctuation, no a/an/the: :func:`harness.scorers.mab.normalise`, written
+  punctuation, no a/an/the: :func:`harness.benchmarks.mab.scorer.normalise`, written
   once), for benchmarks without evidence ids.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.scorers.mab import normalise
+from harness.benchmarks.mab.scorer import normalise
 from muster_exact.verify.corpora import Question
 
 __all__ = ["HEADLINE", "normalise", "question_scores"]

@@ -1,5 +1,5 @@
 """What ``make reproduce`` runs, in one place: read by ``scripts/reproduce.py`` (which runs it),
-``scripts/pin_expected.py`` (which pins its figures) and :mod:`harness.report` (which draws them).
+``scripts/pin_expected.py`` (which pins its figures) and :mod:`harness.report.page` (which draws them).
 
 Every benchmark marked ``reproduced`` at U = 10, 20 and 40 (its family's three presets) under
 the cpu-small profile; a benchmark's ``cpu_replay`` preset, if it names one, is the paper's CPU

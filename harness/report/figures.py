@@ -1,4 +1,4 @@
-"""Reading the figures the results page shows (:mod:`harness.report`) from the files the
+"""Reading the figures the results page shows (:mod:`harness.report.page`) from the files the
 reproduction and the benchmarks leave: CSV tables, numbers and intervals in their cells, Markdown
 pipe tables, and the bench files' points against store size. A cell that does not parse reads
 as None (the page then says what is missing); nothing here writes HTML."""
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import expected
+from harness.report import expected
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -16,12 +16,12 @@ import math
 from collections.abc import Iterator
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
+from harness.benchmarks.beam import scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.judging import Request
+from harness.llm.judging import Request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, official
-from harness.scorers import beam as scorer
 from muster_exact.verify.corpora import BEAM_DIR, BenchmarkStore, beam_chat_file, beam_stores
 
 log = logging.getLogger(__name__)

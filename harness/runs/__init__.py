@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.run_record import utc_now
+from harness.runs.record import utc_now
 from muster_exact import __version__ as library_version
 from muster_exact.core.errors import MusterError
 from muster_exact.memory import presets

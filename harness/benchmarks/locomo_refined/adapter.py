@@ -10,12 +10,12 @@ import json
 from collections.abc import Iterator
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
+from harness.benchmarks.locomo_refined import scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.judging import Request, verdict_metrics
+from harness.llm.judging import Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, official
-from harness.scorers import locomo_refined as scorer
 from muster_exact.verify.corpora import (
     LOCOMO_REFINED_QUESTIONS,
     LOCOMO_REFINED_RAW,

@@ -36,7 +36,7 @@ import string
 from collections.abc import Callable
 from functools import cache
 
-from harness.scorers import overlap
+from harness.benchmarks import overlap
 from muster_exact.core.errors import ResourceMissing
 
 ADVERSARIAL_PHRASES = ("no information available", "not mentioned")

@@ -1,7 +1,7 @@
 """Asking the judge: each request ``runs`` times, and BEAM-style event alignment.
 
 Shared by the stages that judge (``judge``, ``audit``): the verdicts are read
-with :func:`harness.judging.read_verdict`; a failed call or an unreadable
+with :func:`harness.llm.judging.read_verdict`; a failed call or an unreadable
 reply is a ``None`` verdict with its reason, never a stopped run.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import judging, llm
+from harness import llm
+from harness.llm import judging
 from harness.prompts import PromptSet
 
 

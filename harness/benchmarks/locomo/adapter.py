@@ -13,14 +13,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from harness import audit
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
+from harness.benchmarks.locomo import audit, scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.judging import Request, verdict_metrics
+from harness.llm.judging import Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
-from harness.scorers import locomo as scorer
 from muster_exact.verify.corpora import LOCOMO, BenchmarkStore, Question, locomo_stores
 
 FILE = str(LOCOMO)
