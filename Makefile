@@ -51,7 +51,7 @@ browser:  ## Debian's chromium and chromedriver, for the results page's browser 
 	apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver
 
 test: install browser  ## the test suite (unit, integration, properties, the results page in chromium)
-	MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
+	MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
 
 test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes
 	$(BIN)/python -m pytest tests/unit --numprocesses=auto --maxprocesses=4 --dist=loadfile
