@@ -285,7 +285,7 @@ COUNTING_CHILD = textwrap.dedent(
     counted(settings, "analyse")
     counted(derive, "detect")
     counted(derive.cutting, "cut")
-    counted(derive.cutting, "grown")
+    counted(derive.growing, "grown")
     counted(bm25.BM25Channel, "_analysed")
     path, models, question, extra = sys.argv[1:5]
     with Store.open(path, models=models) as store:
