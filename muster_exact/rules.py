@@ -18,12 +18,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from muster_exact.channels import CHANNELS
 from muster_exact.channels.dense import POOLINGS
 from muster_exact.core.errors import InputError
 from muster_exact.derive.pieces import PIECE_RULES
 from muster_exact.retrieve.rerank import FUSIONS
 from muster_exact.text.lexical import ANALYSERS
 
+# The paper's channels (SPEC 4): the channels rule of both modes.
+PAPER_CHANNELS = "dense,bm25,graph"
+# The rules with a fixed list of choices (the channels rule names registered channels).
 CHOICES: dict[str, tuple[str, ...]] = {
     "unit_size": ("budget", "window"),
     "pieces": PIECE_RULES,
@@ -52,17 +56,33 @@ class Rules:
     floor_order: str = "fused"  # floors taken in the fused order, or in each channel's own
     graph_floor: str = "always"  # when the graph channel's floor is reserved
     graph_votes: str = "always"  # where the graph channel proposes at all (slots: numbered logs only)
+    # The channels a memory builds and asks, by name (muster_exact.channels.CHANNELS), comma-separated:
+    # the paper's three in both modes. They propose, and take their floors, in the registry's order.
+    channels: str = PAPER_CHANNELS
 
     def __post_init__(self) -> None:
         for name, allowed in CHOICES.items():
             value = getattr(self, name)
             if value not in allowed:
                 raise InputError(f"unknown {name} rule {value!r}; use one of {', '.join(allowed)}")
+        named = self.channels.split(",")
+        if not all(named) or len(set(named)) != len(named):
+            raise InputError(
+                f"the channels rule {self.channels!r} is not a comma-separated list of distinct channel "
+                f"names; for instance {PAPER_CHANNELS!r}"
+            )
+        for name in named:
+            CHANNELS.check(name)
+
+    def channel_names(self) -> tuple[str, ...]:
+        """The channels these rules build, in the registry's order (the order floors are taken in)."""
+        named = set(self.channels.split(","))
+        return tuple(name for name in CHANNELS.names() if name in named)
 
     def replace(self, **changes: Any) -> Rules:
-        unknown = sorted(set(changes) - set(CHOICES))
+        unknown = sorted(set(changes) - set(RULE_NAMES))
         if unknown:
-            raise InputError(f"unknown retrieval rules: {', '.join(unknown)}; known: {', '.join(CHOICES)}")
+            raise InputError(f"unknown retrieval rules: {', '.join(unknown)}; known: {', '.join(RULE_NAMES)}")
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, str]:
@@ -74,8 +94,10 @@ class Rules:
         return {k: v for k, v in self.to_dict().items() if k not in BUILD_RULES}
 
 
-# What a built memory's cut and vectors depend on: another value needs a new build.
-BUILD_RULES = ("unit_size", "pieces")
+# Every rule by name, in the order Rules declares them.
+RULE_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(Rules))
+# What a built memory's cut, vectors and channels depend on: another value needs a new build.
+BUILD_RULES = ("unit_size", "pieces", "channels")
 
 # The paper's method on a CPU embedder: pieces so the embedder reads whole units, nothing else.
 EXACT = Rules()

@@ -28,7 +28,6 @@ from pathlib import Path
 from muster_exact import __version__
 from muster_exact.memory import embedding_pieces, planned
 from muster_exact.models import SentenceTransformerEmbedder, load_embedder, load_window, profile
-from muster_exact.rules import EXACT
 from muster_exact.verify.corpora import beam_chat_file, beam_source, locomo_stores
 
 MODELS = "cpu-small"
@@ -47,7 +46,7 @@ def stores(data: Path) -> list[tuple[str, object, str]]:
 def measure(source: object, preset: str, rule: str) -> dict[str, float]:
     models = profile(MODELS)
     _, cut, _, _ = planned(source, preset, MODELS)
-    pieces = embedding_pieces(cut, models, EXACT.replace(pieces=rule))
+    pieces = embedding_pieces(cut, models, rule)
     window = load_window(models.embedder)
     read = sum(min(n, window.size) for n in window.pieces(list(pieces.texts)))
     embedder = load_embedder(models.embedder)
@@ -67,7 +66,7 @@ def paths(source: object, preset: str) -> list[dict[str, float | str]]:
     the vectors that differ after the float32 rounding."""
     models = profile(MODELS)
     _, cut, _, _ = planned(source, preset, MODELS)
-    texts = list(embedding_pieces(cut, models, EXACT.replace(pieces="records")).texts)
+    texts = list(embedding_pieces(cut, models, "records").texts)
     window = load_window(models.embedder)
     read = sum(min(n, window.size) for n in window.pieces(texts))
     out: list[dict[str, float | str]] = []

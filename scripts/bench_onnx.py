@@ -53,7 +53,7 @@ def main() -> None:
     pieces = []
     for store in stores:
         plan, cut, models, _ = planned(store.source, models="cpu-small")
-        pieces += list(embedding_pieces(cut, models, rules_of(plan)).texts)
+        pieces += list(embedding_pieces(cut, models, rules_of(plan).pieces).texts)
     n_tokens = sum(tokens.count_many(pieces))
     embedders = {name: load_embedder(profile(name).embedder) for name in PROFILES}
     seconds, vectors, caches = {}, {}, {}

@@ -5,7 +5,7 @@ float64 path gave, after the float32 rounding, on every piece ``make reproduce``
 vectors are in the vector cache (``$MUSTER_HOME/vectors.sqlite``), computed by the torch path
 before the numpy one existed and keyed by the same ``model_id``. For every reproduced benchmark
 store, in exact mode (the family's preset) and native mode, this lists the pieces a build embeds
-(``planned()`` and ``indexes()``, the build's own functions), computes them afresh on numpy, and
+(``planned()`` and ``embedding_pieces()``, the build's own functions), computes them afresh on numpy, and
 counts the rows that differ from the cached ones (the goal: 0), and the pieces the cache lacks.
 
     python scripts/check_numpy_vectors.py --data ../shared/data --out results/bench/vectors.md
@@ -32,7 +32,7 @@ from muster_exact.cache.memo import Memo  # noqa: E402
 from muster_exact.cache.vectors import VectorCache, default_path, text_key  # noqa: E402
 from muster_exact.core import progress  # noqa: E402
 from muster_exact.core.shipped import shipped  # noqa: E402
-from muster_exact.memory import indexes, planned, rules_of  # noqa: E402
+from muster_exact.memory import embedding_pieces, planned, rules_of  # noqa: E402
 from muster_exact.models import load_embedder, profile  # noqa: E402
 from muster_exact.models.numpy_bert import NumpyEmbedder  # noqa: E402
 from muster_exact.text import tokens  # noqa: E402
@@ -61,8 +61,8 @@ def pieces_of(benchmark: str, data: Path) -> dict[str, str]:
     memo = Memo()
     for store in (s for s in benchmark_stores(benchmark, data) if s.name in pinned):
         for mode_preset in (preset, None):
-            plan, cut, models, timings = planned(store.source, mode_preset, models=MODELS, memo=memo)
-            _, _, pieces = indexes(plan, cut, models, rules_of(plan), memo, timings)
+            plan, cut, models, _ = planned(store.source, mode_preset, models=MODELS, memo=memo)
+            pieces = embedding_pieces(cut, models, rules_of(plan).pieces, memo)
             found.update((text_key(text), text) for text in pieces.texts)
     return found
 

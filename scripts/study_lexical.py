@@ -19,7 +19,6 @@ baseline) is the library's. They live here, beside the study, because none becam
 
 from __future__ import annotations
 
-import copy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -141,6 +140,4 @@ LEXICAL = {"records": RecordBM25, "rm3": RM3BM25}
 def with_lexical(memory: Memory, variant: str) -> Memory:
     """``memory`` with its BM25 channel replaced by a variant (same analyser, same everything
     else): its contexts and its BM25 baseline then run on the variant."""
-    other = copy.copy(memory)
-    other._bm25 = LEXICAL[variant](memory, memory.rules.lexical)  # type: ignore[assignment]
-    return other
+    return memory.with_channel(LEXICAL[variant](memory, memory.rules.lexical))

@@ -3,10 +3,12 @@ none imports another, and all share only :class:`Proposals`.
 
 :data:`CHANNELS` names them in their fixed order: floors are taken, and
 proposals merged, channel by channel in this order, so it is part of what a
-context is (changing it changes contexts). A fourth channel is its module
-(a class with a ``name`` and ``propose(query, k) -> Proposals``) and one
-``CHANNELS.register`` line here; plans, floors, explain output and the
-ablations then speak of it by its name.
+context is (changing it changes contexts). A fourth channel is its module (a
+class that is a :class:`~muster_exact.channels.given.BuiltChannel`: built from
+a cut, grown, re-ruled, and ``propose(query, k) -> Proposals``) and one
+``CHANNELS`` entry here; a memory builds it where its rules name it
+(``Rules.channels``), and plans, floors, explain output and the ablations
+then speak of it by its name (``tests/integration/test_channel_example.py``).
 """
 
 from __future__ import annotations
@@ -30,17 +32,15 @@ CHANNELS: Registry[type] = Registry(
         "graph": "muster_exact.channels.graph:GraphChannel",
     },
 )
-CHANNEL_ORDER: tuple[str, ...] = tuple(CHANNELS.names())
-
 Floors = Mapping[str, int]  # a number of units per channel, by channel name
 
 
 def by_channel(floors: Floors) -> dict[str, int]:
-    """``floors`` over every channel in :data:`CHANNEL_ORDER` (a channel not named: 0); an unknown
-    name is the registry's typed error."""
+    """``floors`` over every registered channel, in :data:`CHANNELS`' order (a channel not named:
+    0); an unknown name is the registry's typed error."""
     for name in floors:
         CHANNELS.check(name)
-    return {name: int(floors.get(name, 0)) for name in CHANNEL_ORDER}
+    return {name: int(floors.get(name, 0)) for name in CHANNELS.names()}
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,8 @@ class Proposals:
 
 
 class Channel(Protocol):
-    """What a retrieval channel offers a memory."""
+    """What a retrieval channel offers a query (what it offers a build:
+    :class:`~muster_exact.channels.given.BuiltChannel`)."""
 
     name: str
 

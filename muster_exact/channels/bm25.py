@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from muster_exact.cache.memo import Codec, Memo, counts, strings
 from muster_exact.channels import Proposals, Recent, top_k
+from muster_exact.channels.given import Given
 from muster_exact.models import require
 from muster_exact.text.lexical import STORED_AS, analyser
 
@@ -217,8 +218,27 @@ class BM25Channel:
         documents = memo.many(self._kind, texts, self._analysed, self._vocabulary.codec())
         self._index = BM25Index(documents, len(self._vocabulary))
         self._proposed: Recent[Proposals] = Recent()
+        self._texts = texts  # what a change of analyser indexes again
 
-    def grown(self, keep: int, texts: Sequence[str], memo: Memo) -> BM25Channel:
+    @classmethod
+    def build(cls, given: Given) -> BM25Channel:
+        with given.timed("bm25"):
+            return cls(given.texts, given.rules.lexical, given.memo)
+
+    def grown(self, given: Given, keep: int) -> BM25Channel:
+        with given.timed("bm25"):
+            other = self.extended(keep, given.texts[keep:], given.memo)
+        other._texts = given.texts
+        return other
+
+    def ruled(self, given: Given) -> BM25Channel:
+        """The same texts under ``given.rules.lexical`` (analysed again when it differs)."""
+        return self if given.rules.lexical == self.analyser else BM25Channel(self._texts, given.rules.lexical)
+
+    def texts_from(self, unit: int) -> Sequence[str]:
+        return ()  # it keys the units' own texts
+
+    def extended(self, keep: int, texts: Sequence[str], memo: Memo) -> BM25Channel:
         """This index with its documents after the first ``keep`` replaced by ``texts``: the
         index a fresh channel over all the texts gives (the statistics are recounted from the
         documents; only ``texts`` are analysed)."""

@@ -8,10 +8,15 @@ A unit the embedder reads whole is one piece; a longer one is several
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from muster_exact.channels import Proposals, Recent, top_k
+from muster_exact.channels.embedding import embedding_pieces, piece_vectors
+from muster_exact.channels.given import Given
+from muster_exact.derive.pieces import Pieces
+from muster_exact.models import load_embedder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,6 +58,59 @@ class DenseChannel:
         counts = np.diff(np.append(self._start, n_pieces))
         self._counts = np.maximum(counts, 1)
         self._proposed: Recent[Proposals] = Recent()
+        self.pieces = Pieces((), (), ())  # what was embedded, set by build and grown
+        self.embedded = 0  # pieces the model embedded for this build (not memo, not cache)
+
+    @classmethod
+    def build(cls, given: Given) -> DenseChannel:
+        """Each unit's pieces, embedded (the model loaded once per process)."""
+        with given.timed("pieces"):
+            pieces = embedding_pieces(given.cut, given.models, given.rules.pieces, given.memo)
+        with given.timed("load_models"):
+            embedder = load_embedder(given.models.embedder)
+        with given.timed("embed"):
+            vectors, embedded = piece_vectors(
+                pieces.texts, embedder.model_id, embedder.embed, given.cache, given.memo
+            )
+        channel = cls(vectors, embedder, pieces.start, given.rules.pooling)
+        channel.pieces, channel.embedded = pieces, embedded
+        return channel
+
+    def grown(self, given: Given, keep: int) -> DenseChannel:
+        """The first ``keep`` units' pieces and vectors kept; the new units' pieces embedded."""
+        import numpy as np
+
+        with given.timed("pieces"):
+            new_units = given.cut.units[keep:]
+            tail = embedding_pieces(
+                dataclasses.replace(given.cut, units=new_units), given.models, given.rules.pieces, given.memo
+            )
+            kept = self._first_piece(keep)
+            pieces = Pieces(
+                (*self.pieces.texts[:kept], *tail.texts),
+                (*self.pieces.unit[:kept], *tail.unit),
+                (*self.pieces.start[:keep], *(kept + s for s in tail.start)),
+            )
+        with given.timed("embed"):
+            new_vectors, embedded = piece_vectors(
+                tail.texts, self._embedder.model_id, self._embedder.embed, given.cache, given.memo
+            )
+            vectors = (
+                np.vstack([self._vectors[:kept], new_vectors]) if len(new_vectors) else self._vectors[:kept]
+            )
+        channel = DenseChannel(vectors, self._embedder, pieces.start, given.rules.pooling)
+        channel.pieces, channel.embedded = pieces, embedded
+        return channel
+
+    def ruled(self, given: Given) -> DenseChannel:
+        return self if given.rules.pooling == self.pooling else self.pooled(given.rules.pooling)
+
+    def texts_from(self, unit: int) -> Sequence[str]:
+        return self.pieces.texts[self._first_piece(unit) :]
+
+    def _first_piece(self, unit: int) -> int:
+        """Unit ``unit``'s first piece (all pieces past the last unit)."""
+        return self.pieces.start[unit] if unit < len(self.pieces.start) else len(self.pieces.texts)
 
     def pooled(self, pooling: str) -> DenseChannel:
         """The same vectors (and query cache) under another pooling."""

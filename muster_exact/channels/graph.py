@@ -20,8 +20,12 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
+from muster_exact.cache.memo import Codec, Memo, strings
 from muster_exact.channels import Proposals, Recent
+from muster_exact.channels.given import Given
+from muster_exact.derive.cut import Unit
 from muster_exact.models import require
+from muster_exact.text import entities
 from muster_exact.text.entities import query_entities
 
 if TYPE_CHECKING:
@@ -31,6 +35,7 @@ Policy = Literal["flrs", "flr"]
 POLICIES: tuple[Policy, ...] = ("flrs", "flr")
 CONTINUE = 0.5  # the walk's continuation probability; 1 - CONTINUE restarts at the seeds
 STEPS = 20
+ENTITIES: Codec[frozenset[str]] = Codec(sorted, lambda v: frozenset(strings(v)))
 
 
 class GraphChannel:
@@ -51,6 +56,28 @@ class GraphChannel:
         self._parents = [tuple(p) for p in parents]
         self._unit_parent = list(unit_parent)
         self._proposed: Recent[Proposals] = Recent()
+
+    @classmethod
+    def build(cls, given: Given) -> GraphChannel:
+        """Over every unit's entities; a fresh build assembles the walk's arrays at once (a grown
+        memory: on the graph's first use)."""
+        with given.timed("graph"):
+            policy = given.plan.retrieval.policy if given.plan.retrieval else "flrs"
+            found = unit_entities(given.cut.units, given.texts, given.memo)
+            parents = [u.parent for u in given.cut.units]
+            return cls(found, parents, given.cut.parents, policy).assemble()  # type: ignore[arg-type]
+
+    def grown(self, given: Given, keep: int) -> GraphChannel:
+        with given.timed("graph"):
+            found = unit_entities(given.cut.units[keep:], given.texts[keep:], given.memo)
+            parents = [u.parent for u in given.cut.units]
+            return GraphChannel([*self.unit_entities[:keep], *found], parents, given.cut.parents, self.policy)
+
+    def ruled(self, given: Given) -> GraphChannel:
+        return self  # its query-time rules (graph_floor, graph_votes) are read by the memory
+
+    def texts_from(self, unit: int) -> Sequence[str]:
+        return ()  # it keys the units' own texts
 
     def assemble(self) -> GraphChannel:
         """The vocabulary, the edges and the walk's matrices, now (a fresh build's timed stage)."""
@@ -221,3 +248,9 @@ class _WalkSteps:
 
     def to_parents(self, entity_values: np.ndarray) -> np.ndarray:
         return self._members @ entity_values  # type: ignore[no-any-return]
+
+
+def unit_entities(units: Sequence[Unit], texts: Sequence[str], memo: Memo) -> list[frozenset[str]]:
+    """Each unit's entities (from its retrieval text), and on a numbered log its slot."""
+    found = memo.many("entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES)
+    return [ents | {unit.slot} if unit.slot else ents for unit, ents in zip(units, found, strict=True)]

@@ -78,6 +78,13 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._entries[name] = entry
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a plug-in's or a test's own entry, when it is done)."""
+        if self._found is not None:
+            raise TypeError(f"the {self.kind} registry is read from disk; remove the file instead")
+        del self._entries[self.check(name)]
+        self._loaded.pop(name, None)
+
     def names(self) -> list[str]:
         return list(self._all())
 

@@ -76,6 +76,7 @@ class Retrieval:
     floor_order: str = "fused"
     graph_floor: str = "always"
     graph_votes: str = "always"
+    channels: str = "dense,bm25,graph"  # a plan from before the channels rule ran the paper's three
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Takes records (or text, a file, a Source) and a preset or model profile; gives a :class:`Memory`
 whose ``context(query, U)`` is the assembled context. :mod:`.settings` sets a build up (models,
-rules, the plan), :mod:`.indexes` builds the channels' indexes, :mod:`.pipeline` holds ``Memory``
+rules, the plan), :mod:`.indexes` builds the channels its rules name, :mod:`.pipeline` holds ``Memory``
 and ``build``; :mod:`.presets` are the frozen presets, :mod:`.collection` several stores read side
 by side, :mod:`.variants` the baselines and ablations.
 
@@ -16,7 +16,7 @@ rules run (``muster_exact.rules``) follows the mode: exact replays the
 paper's method, native adds the CPU improvements.
 """
 
-from muster_exact.memory.indexes import embedding_pieces, indexes, unit_texts
+from muster_exact.memory.indexes import embedding_pieces, unit_texts
 from muster_exact.memory.pipeline import Memory, Retrieved, build
 from muster_exact.memory.settings import (
     DEFAULT_MODELS_ENV,
@@ -38,7 +38,6 @@ __all__ = [
     "checked_units",
     "default_models",
     "embedding_pieces",
-    "indexes",
     "models_for",
     "planned",
     "rules_of",

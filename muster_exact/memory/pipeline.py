@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from muster_exact.cache.memo import Memo
 from muster_exact.cache.vectors import ScoreCache, VectorCache
-from muster_exact.channels import CHANNEL_ORDER, CHANNELS, Channel, Floors, Proposals, pool_size
-from muster_exact.channels.bm25 import BM25Channel
+from muster_exact.channels import CHANNELS, Floors, Proposals, pool_size
 from muster_exact.channels.dense import DenseChannel
+from muster_exact.channels.given import BuiltChannel, Given
 from muster_exact.channels.graph import GraphChannel
 from muster_exact.core.errors import InputError
 from muster_exact.core.progress import shown
@@ -26,14 +26,7 @@ from muster_exact.derive.cut import Cut
 from muster_exact.derive.growth import Growth
 from muster_exact.derive.pieces import Pieces
 from muster_exact.derive.plan import Mode, Plan
-from muster_exact.memory.indexes import (
-    _cache,
-    _unit_entities,
-    _vectors,
-    embedding_pieces,
-    indexes,
-    unit_texts,
-)
+from muster_exact.memory.indexes import _cache, built, unit_texts
 from muster_exact.memory.settings import (
     _derived,
     _with_rules,
@@ -43,11 +36,7 @@ from muster_exact.memory.settings import (
     rules_of,
     unit_window,
 )
-from muster_exact.models import (
-    Models,
-    load_embedder,
-    load_reranker,
-)
+from muster_exact.models import Models, load_reranker
 from muster_exact.retrieve.assemble import Context, assemble
 from muster_exact.retrieve.rerank import Ranking, cross_encode, fuse
 from muster_exact.retrieve.select import Selected, scaled_floors, select
@@ -77,31 +66,18 @@ class Memory:
         self.models = models
         self.timings = timings
         self.rules = rules or rules_of(plan)
-        texts = unit_texts(cut)
-        self._bm25, self._graph, self.pieces = indexes(
-            plan, cut, models, self.rules, memo, self.timings, texts
-        )
-        self._entities = self._graph.unit_entities
+        self._texts = unit_texts(cut)
+        self._cache = cache
+        given = Given(plan, cut, self._texts, models, self.rules, memo, cache, self.timings)
+        self._channels = built(given, self.rules.channel_names())
         # What grow() extends: the derive result (detection's counts, the cut) and the cache.
         self.derived: Derived | None = None
         self.growth: Growth | None = None  # set on a memory grown from another: what changed
         # A declared record input (build(..., record_format="serial")): the records as given.
         self.ordered_records: declared.OrderedRecords | None = None
-        self._cache = cache
-
-        started = time.perf_counter()
-        self._embedder = load_embedder(models.embedder)
-        self.timings["load_models"] = time.perf_counter() - started
-        started = time.perf_counter()
-        self._vectors, self.embedded = _vectors(
-            self.pieces.texts, self._embedder.model_id, self._embedder.embed, cache, memo
-        )
-        self.timings["embed"] = time.perf_counter() - started
-        self._dense = DenseChannel(self._vectors, self._embedder, self.pieces.start, self.rules.pooling)
         self._reranker = load_reranker(models.reranker) if models.reranker else None
         self._scores = scores
         self.scored = 0  # cross-encoder pairs computed (not read from the score cache)
-        self._texts = texts
         counted = memo.tokens([cut.text(u) for u in cut.units if u.tokens is None])
         missing = iter(counted)
         # Each unit's own token count (what a token budget spends on it).
@@ -109,10 +85,22 @@ class Memory:
         log.info(
             "built %s: %d units, %d pieces, %d newly embedded",
             plan.branch,
-            len(texts),
+            len(self._texts),
             len(self.pieces.texts),
             self.embedded,
         )
+
+    @property
+    def pieces(self) -> Pieces:
+        """What the dense channel embedded of each unit (none without a dense channel)."""
+        dense = self._channels.get("dense")
+        return dense.pieces if isinstance(dense, DenseChannel) else Pieces((), (), ())
+
+    @property
+    def embedded(self) -> int:
+        """Pieces the model embedded for this build or growth (not read from a cache)."""
+        dense = self._channels.get("dense")
+        return dense.embedded if isinstance(dense, DenseChannel) else 0
 
     @property
     def unit_texts(self) -> list[str]:
@@ -143,53 +131,22 @@ class Memory:
         cut, keep = derived.cut, growth.first_unit
         new_units = cut.units[keep:]
         texts = [*self._texts[:keep], *(cut.retrieval_text(u) for u in new_units)]
-        started = time.perf_counter()
-        bm25 = self._bm25.grown(keep, texts[keep:], memo)
-        timings["bm25"] = time.perf_counter() - started
-        started = time.perf_counter()
-        found = _unit_entities(new_units, texts[keep:], memo)
-        unit_entities = [*self._entities[:keep], *found]
-        graph = GraphChannel(unit_entities, [u.parent for u in cut.units], cut.parents, self._graph.policy)
-        timings["graph"] = time.perf_counter() - started
-        started = time.perf_counter()
-        tail = embedding_pieces(dataclasses.replace(cut, units=new_units), self.models, self.rules, memo)
-        kept_pieces = self.pieces.start[keep] if keep < len(self.pieces.start) else len(self.pieces.texts)
-        pieces = Pieces(
-            (*self.pieces.texts[:kept_pieces], *tail.texts),
-            (*self.pieces.unit[:kept_pieces], *tail.unit),
-            (*self.pieces.start[:keep], *(kept_pieces + s for s in tail.start)),
-        )
-        timings["pieces"] = time.perf_counter() - started
-        started = time.perf_counter()
-        import numpy as np
-
-        new_vectors, embedded = _vectors(
-            tail.texts, self._embedder.model_id, self._embedder.embed, self._cache, memo
-        )
-        kept_vectors = self._vectors[:kept_pieces]
-        vectors = np.vstack([kept_vectors, new_vectors]) if len(new_vectors) else kept_vectors
-        timings["embed"] = time.perf_counter() - started
+        given = Given(plan, cut, texts, self.models, self.rules, memo, self._cache, timings)
+        channels = {name: channel.grown(given, keep) for name, channel in self._channels.items()}
         counted = iter(memo.tokens([cut.text(u) for u in new_units if u.tokens is None]))
-        replaced = self.cut.units[keep:]
-        still = {*texts[keep:], *(cut.text(u) for u in new_units), *tail.texts}
-        memo.forget(
-            [
-                t
-                for t in (
-                    *self._texts[keep:],
-                    *(self.cut.text(u) for u in replaced),
-                    *self.pieces.texts[kept_pieces:],
-                )
-                if t not in still
-            ]
-        )
+        held = {*texts[keep:], *(cut.text(u) for u in new_units)}
+        held.update(t for channel in channels.values() for t in channel.texts_from(keep))
+        replaced = [
+            *self._texts[keep:],
+            *(self.cut.text(u) for u in self.cut.units[keep:]),
+            *(t for channel in self._channels.values() for t in channel.texts_from(keep)),
+        ]
+        memo.forget([t for t in replaced if t not in held])
         other = copy.copy(self)
         other.plan, other.cut, other.timings = plan, cut, timings
         other.derived = dataclasses.replace(derived, plan=plan)
-        other.growth, other.embedded, other.scored = growth, embedded, 0
-        other._texts, other._bm25, other._graph, other._entities = texts, bm25, graph, unit_entities
-        other.pieces, other._vectors = pieces, vectors
-        other._dense = DenseChannel(vectors, self._embedder, pieces.start, self.rules.pooling)
+        other.growth, other.scored = growth, 0
+        other._texts, other._channels = texts, channels
         other.unit_tokens = [
             *self.unit_tokens[:keep],
             *(u.tokens if u.tokens is not None else next(counted) for u in new_units),
@@ -200,7 +157,7 @@ class Memory:
             len(records),
             len(new_units),
             len(cut.units),
-            embedded,
+            other.embedded,
         )
         return other
 
@@ -221,7 +178,8 @@ class Memory:
         """This memory under ``rules``: sharing its cut and vectors where ``rules`` cut and
         embed this store as its own do, else built again from the same records and settings
         (vectors already embedded come from the same cache)."""
-        if rules.pieces == self.rules.pieces and self._unit_budget(rules) == self.plan.unit_budget:
+        same_build = rules.pieces == self.rules.pieces and rules.channels == self.rules.channels
+        if same_build and self._unit_budget(rules) == self.plan.unit_budget:
             return self._ruled(rules)
         retrieval = self.plan.retrieval
         return build(
@@ -247,20 +205,32 @@ class Memory:
         other = copy.copy(self)
         other.rules = rules
         other.plan = dataclasses.replace(self.plan, retrieval=_with_rules(self.plan.retrieval, rules))
-        if rules.lexical != self.rules.lexical:
-            other._bm25 = BM25Channel(self._texts, rules.lexical)
-        if rules.pooling != self.rules.pooling:
-            other._dense = self._dense.pooled(rules.pooling)
+        given = Given(other.plan, self.cut, self._texts, self.models, rules, Memo(), self._cache, {})
+        other._channels = {name: channel.ruled(given) for name, channel in self._channels.items()}
         return other
 
-    def channels(self) -> dict[str, Channel]:
-        """The built channels by name, in :data:`~muster_exact.channels.CHANNEL_ORDER`."""
-        built: dict[str, Channel] = {"dense": self._dense, "bm25": self._bm25, "graph": self._graph}
-        return {name: built[name] for name in CHANNEL_ORDER}
+    def with_channel(self, channel: BuiltChannel) -> Memory:
+        """This memory with ``channel`` in place of its channel of the same name (a study's
+        variant of one channel, everything else shared)."""
+        self.channel(channel.name)
+        other = copy.copy(self)
+        other._channels = {**self._channels, channel.name: channel}
+        return other
 
-    def channel(self, name: str) -> Channel:
-        """One channel by name (an unknown name: the registry's typed error)."""
-        return self.channels()[CHANNELS.check(name)]
+    def channels(self) -> dict[str, BuiltChannel]:
+        """The built channels by name, in the registry's order (:data:`~muster_exact.channels.CHANNELS`)."""
+        return dict(self._channels)
+
+    def channel(self, name: str) -> BuiltChannel:
+        """One channel by name (an unknown name: the registry's typed error; a registered channel
+        this memory's rules do not build: an InputError saying so)."""
+        CHANNELS.check(name)
+        if name not in self._channels:
+            raise InputError(
+                f"this memory does not build the {name} channel (its channels rule: {self.rules.channels}); "
+                f"build it with rules naming {name}"
+            )
+        return self._channels[name]
 
     def checked(self, query: str, units: int | None = None) -> tuple[str, int]:
         """``query`` checked (not empty, not too long) and the units a read takes: U (``units``
@@ -364,11 +334,15 @@ class Memory:
         graph's released to the fill where it does not vote (:meth:`votes`), or when the
         ``graph_floor`` rule says so: ``slots`` reserves it
         only where parents are slots (numbered logs), ``selective`` only when the query's rarest
-        entity lies in at most as many parents as the floor has units, ``off`` never."""
-        floors = scaled_floors(self.plan.floors, units_read)
+        entity lies in at most as many parents as the floor has units, ``off`` never. A channel
+        this memory does not build (its rules do not name it) has no floor."""
+        scaled = scaled_floors(self.plan.floors, units_read)
+        floors = {name: floor if name in self._channels else 0 for name, floor in scaled.items()}
         if self.rules.floors == "none":
             return dict.fromkeys(floors, 0)
         rule, graph = self.rules.graph_floor, floors["graph"]
+        if not isinstance(self._channels.get("graph"), GraphChannel):
+            return floors
         if not self.votes("graph"):
             return {**floors, "graph": 0}
         if rule == "always" or graph == 0:
@@ -376,10 +350,16 @@ class Memory:
         if rule == "slots":
             reserved = self.plan.parent_rule == "slot"
         elif rule == "selective":
-            reserved = self._graph.selective(query, graph)
+            reserved = self._graph().selective(query, graph)
         else:
             reserved = False
         return floors if reserved else {**floors, "graph": 0}
+
+    def _graph(self) -> GraphChannel:
+        """The graph channel, whose own rules (``graph_floor``, ``graph_votes``) the memory reads."""
+        graph = self._channels["graph"]
+        assert isinstance(graph, GraphChannel)
+        return graph
 
     def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
         """The context, with each channel's floor and proposals, the rerank order and why each
@@ -388,7 +368,7 @@ class Memory:
         return done.context, {
             "units_read": done.units_read,
             "rerank": done.ranking.method,
-            "graph_seeds": self._graph.seeds(query),
+            "graph_seeds": self._graph().seeds(query) if "graph" in self._channels else [],
             "channels": [
                 {"channel": p.channel, "floor": done.floors[p.channel], "proposals": list(p.units)}
                 for p in done.proposals

@@ -24,7 +24,7 @@ from muster_exact.models import (
     profile,
 )
 from muster_exact.retrieve.rerank import CROSS_ENCODER
-from muster_exact.rules import CHOICES, Rules, for_mode
+from muster_exact.rules import RULE_NAMES, Rules, for_mode
 
 DEFAULT_MODELS_ENV = MODELS_ENV
 
@@ -135,7 +135,7 @@ def rules_of(plan: Plan) -> Rules:
     """The rules a plan records (a plan from derive alone: its mode's)."""
     if plan.retrieval is None:
         return for_mode(plan.mode)
-    return Rules(**{name: getattr(plan.retrieval, name) for name in CHOICES})
+    return Rules(**{name: getattr(plan.retrieval, name) for name in RULE_NAMES})
 
 
 def _with_rules(retrieval: Retrieval | None, rules: Rules) -> Retrieval | None:

@@ -1,7 +1,7 @@
 """Selection under reserved floors (SPEC 4).
 
 U slots are filled in two passes. First each channel, in the registry's order
-(``muster_exact.channels.CHANNEL_ORDER``: dense, BM25, graph), takes its floor
+(``muster_exact.channels.CHANNELS``: dense, BM25, graph), takes its floor
 (floors per ten scaled to U, rounded so they sum to U) from its own proposals
 in rerank order, skipping units already taken.
 Then slots a channel could not fill go to the best remaining proposed units
@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from muster_exact.channels import CHANNEL_ORDER, Floors, Proposals, by_channel
+from muster_exact.channels import Floors, Proposals, by_channel
 from muster_exact.retrieve.rerank import Ranking
 
-__all__ = ["CHANNEL_ORDER", "Selected", "apportioned", "scaled_floors", "select"]
+__all__ = ["Selected", "apportioned", "scaled_floors", "select"]
 
 
 @dataclass(frozen=True)

@@ -255,7 +255,7 @@ class StoreReads(StoreState):
 
             plan, cut, models, _ = planned(records, self.preset, self.read_models())
             # The pieces need the embedder's tokenizer only, never the model itself.
-            keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan)).texts)
+            keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan).pieces).texts)
         self._replace_unit_keys(keys)
         self._open_caches()
         with transaction(self._db):

@@ -4,8 +4,9 @@ For every preset under both rule sets (exact and native), on LoCoMo conv-26,
 FactConsolidation sh_6k and BEAM-100K-1 (5 questions each), processes with
 PYTHONHASHSEED 0 and 1, and one with native-mode detection and a random
 seed, print the SHA-256 of each context; all must equal
-tests/golden/contexts.json. The first fills the vector cache; the other two
-then run side by side.
+tests/golden/contexts.json. They read the session's vector cache, which
+``make test`` fills before the workers start (scripts/warm_test_vectors.py);
+where it is cold, the first fills it and the other two then run side by side.
 The native-detection process shows that the mode changes nothing but the
 rules: under the same rules (the same plan) it gives the exact contexts. The
 processes share one vector cache (embedding is checked separately: two fresh
@@ -51,15 +52,14 @@ def _run(args: list[str], seed: str) -> str:
     return _output(_start(args, seed))
 
 
-def test_contexts_identical_across_seeds_and_modes(data: Path, tmp_path: Path) -> None:
+def test_contexts_identical_across_seeds_and_modes(data: Path, session_vectors: Path) -> None:
     golden = json.loads(GOLDEN.read_text())
     assert sorted(golden) == ["exact", "native"]
     assert all(len(by_preset) == 9 for by_preset in golden.values())
     assert all(len(stores) == 3 for by_preset in golden.values() for stores in by_preset.values())
     # The two rule sets differ somewhere, or the native rows would measure nothing new.
     assert golden["exact"] != golden["native"]
-    cache = tmp_path / "vectors.sqlite"
-    script = ["scripts/golden_contexts.py", "--data", str(data), "--cache", str(cache)]
+    script = ["scripts/golden_contexts.py", "--data", str(data), "--cache", str(session_vectors)]
     runs = {"seed 0": _run(script, "0")}
     side_by_side = {
         "seed 1": _start(script, "1"),
@@ -77,7 +77,7 @@ from muster_exact.verify.corpora import locomo_stores
 from muster_exact.memory import build
 store = next(locomo_stores(Path(sys.argv[1]) / "locomo/locomo10.json"))
 memory = build(store.source, models="cpu-small", cache=False)
-print(hashlib.sha256(memory._dense._vectors.tobytes()).hexdigest())
+print(hashlib.sha256(memory.channel("dense")._vectors.tobytes()).hexdigest())
 """
 
 

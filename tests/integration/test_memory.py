@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from muster_exact import InputError, rules
-from muster_exact.channels import CHANNEL_ORDER
+from muster_exact.channels import CHANNELS
 from muster_exact.derive.plan import Plan
 from muster_exact.memory import build, rules_of, variants
 from muster_exact.memory.presets import PresetError
@@ -54,15 +54,15 @@ def test_second_build_embeds_nothing(cache) -> None:
     assert first.context(query).text == second.context(query).text
 
 
-def test_native_and_exact_give_the_same_context_under_the_same_rules(data, cache) -> None:
+def test_native_and_exact_give_the_same_context_under_the_same_rules(data, session_vectors) -> None:
     from muster_exact.verify.corpora import locomo_stores
 
     store = next(locomo_stores(data / "locomo/locomo10.json"))
     questions = [q["question"] for q in json.loads((data / "locomo/locomo10.json").read_text())[0]["qa"][:8]]
     # The modes differ in detection (native serial styles) and in their default rules; under the
     # same rules a store both detect alike gives byte-identical contexts.
-    native = build(store.source, models="cpu-small", mode="native", cache=cache, rules=rules.EXACT)
-    exact = build(store.source, models="cpu-small", mode="exact", cache=cache)
+    native = build(store.source, models="cpu-small", mode="native", cache=session_vectors, rules=rules.EXACT)
+    exact = build(store.source, models="cpu-small", mode="exact", cache=session_vectors)
     assert native.plan.mode == "native" and exact.plan.mode == "exact"
     for q in questions:
         assert native.context(q).text == exact.context(q).text
@@ -258,7 +258,7 @@ def test_the_graph_votes_only_where_parents_are_slots_under_native_rules(cache) 
 
 def test_channels_by_name_and_the_ablations_composed_of_public_steps(cache) -> None:
     memory = build(CHAT, models="cpu-small", cache=cache, units=4)
-    assert list(memory.channels()) == list(CHANNEL_ORDER) == ["dense", "bm25", "graph"]
+    assert list(memory.channels()) == CHANNELS.names() == ["dense", "bm25", "graph"]
     with pytest.raises(InputError, match="unknown retrieval channel 'grpah'; did you mean graph"):
         memory.channel("grpah")
     query = "Where does Caroline live now?"

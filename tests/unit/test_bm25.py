@@ -81,7 +81,7 @@ def test_a_grown_index_scores_as_a_fresh_one_before_and_after_its_delta_is_merge
     for cut_again, new in growth:
         keep = max(0, len(texts) - cut_again)
         base_before = channel._index._base
-        channel, texts = channel.grown(keep, new, memo), [*texts[:keep], *new]
+        channel, texts = channel.extended(keep, new, memo), [*texts[:keep], *new]
         kept += channel._index._base is base_before
         merged += channel._index._base is not base_before
         if not texts:
@@ -99,18 +99,18 @@ def test_growth_keeps_the_base_and_merges_a_grown_delta() -> None:
     texts = [f"record {i} about caroline and the group number {i}" for i in range(200)]
     channel = BM25Channel(texts, "words")
     # The first growth cuts the last unit again: the 199 untouched units become the base.
-    first = channel.grown(199, ["the last unit, longer now", "a new record about melanie"], Memo())
+    first = channel.extended(199, ["the last unit, longer now", "a new record about melanie"], Memo())
     base = first._index._base
     assert base.size == 199 and first._index._delta.size == 2
     # The next reads cut the tail again and add to it: the base stays, the delta is re-sorted.
-    second = first.grown(200, ["a new record about melanie and caroline", "one more"], Memo())
+    second = first.extended(200, ["a new record about melanie and caroline", "one more"], Memo())
     assert second._index._base is base and second._index._delta.size == 3
     # A delta past its share of the base's postings is merged: the kept documents, a new base.
     more = [f"more about melanie {i} and sunsets" for i in range(60)]
-    merged = second.grown(201, more, Memo())
+    merged = second.extended(201, more, Memo())
     assert merged._index._base is not base and merged._index._base.size == 201
     # A growth that cuts into the base makes a new base too.
-    assert second.grown(150, texts[150:], Memo())._index._base.size == 150
+    assert second.extended(150, texts[150:], Memo())._index._base.size == 150
     everything = [*texts[:199], "the last unit, longer now", "a new record about melanie and caroline", *more]
     for query in ("caroline group", "melanie sunsets", "longer"):
         fresh = BM25Channel(everything, "words")

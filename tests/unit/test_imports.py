@@ -20,6 +20,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("muster_exact.models",),
     ("muster_exact.derive",),
     (
+        "muster_exact.channels.given",  # what a channel is built from
+        "muster_exact.channels.embedding",
         "muster_exact.channels.bm25",
         "muster_exact.channels.dense",
         "muster_exact.channels.graph",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from muster_exact.channels import CHANNEL_ORDER, Proposals
+from muster_exact.channels import CHANNELS, Proposals
 from muster_exact.core.errors import InputError
 from muster_exact.retrieve.rerank import Ranking, fuse
 from muster_exact.retrieve.select import scaled_floors, select
@@ -26,7 +26,7 @@ from muster_exact.retrieve.select import scaled_floors, select
 )
 def test_scaled_floors_sum_to_u(per_ten, units, floors) -> None:
     assert scaled_floors(per_ten, units) == floors
-    assert list(scaled_floors(per_ten, units)) == list(CHANNEL_ORDER)
+    assert list(scaled_floors(per_ten, units)) == CHANNELS.names()
     assert sum(floors.values()) == units
 
 
