@@ -14,11 +14,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import runs
+from harness.systems import PINNED
 from muster_exact import verify
 from muster_exact.verify import contexts as verify_contexts
 
 MANIFESTS = verify.manifest_dir()  # shipped in the package: `muster verify contexts` reads them there
-PINNED = {"muster": "exact", "muster_native": "native"}
 
 
 def main() -> None:

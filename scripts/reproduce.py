@@ -53,12 +53,10 @@ from harness.report.reproduction import (  # noqa: E402
     reproduced,
 )
 from harness.runs import record as run_record  # noqa: E402
-from harness.systems import SYSTEMS  # noqa: E402
+from harness.systems import PINNED, SYSTEMS  # noqa: E402
 from muster_exact import verify  # noqa: E402
 from muster_exact.core.errors import ManifestError  # noqa: E402
 from muster_exact.verify import contexts as verify_contexts  # noqa: E402
-
-PINNED = {"muster": "exact", "muster_native": "native"}
 
 
 class Steps:

@@ -64,6 +64,10 @@ def majority(verdicts: Sequence[float | None] | None) -> float | None:
     return None if not kept else float(sum(kept) > len(kept) / 2)
 
 
+# The metric a judge's verdicts make (with ``_mean``; LoCoMo's errata add ``_corrected``).
+LLM_JUDGE = "llm_judge"
+
+
 def verdict_metrics(name: str, verdicts: list[float | None]) -> dict[str, float | None]:
     """Majority and mean over the judge's runs (failed runs left out; all failed: no value)."""
     kept = [v for v in verdicts if v is not None]

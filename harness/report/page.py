@@ -31,15 +31,7 @@ from pathlib import Path
 from harness import benchmarks
 from harness.benchmarks.metrics import HEADLINE
 from harness.report import reproduction
-from harness.report.figures import (
-    StoreSizes,
-    interval,
-    measured_line,
-    number,
-    parse_query_bench,
-    parse_scale_bench,
-    read_csv,
-)
+from harness.report.figures import StoreSizes, interval, number, read_bench, read_csv
 from harness.report.matrix import (
     Sources,
     comparison_path,
@@ -50,7 +42,6 @@ from harness.report.matrix import (
     presets,
 )
 from harness.report.plots import (
-    ABLATIONS,
     PALETTE,
     SYSTEM_COLOUR,
     Plot,
@@ -63,7 +54,7 @@ from harness.report.plots import (
     units_axis,
 )
 from harness.report.reproduction import MODELS, PUBLISHED_TABLES
-from harness.systems import MUSTER_ROWS, SYSTEMS
+from harness.systems import ABLATIONS, MUSTER_ROWS, SYSTEMS
 
 # The metric plotted against U: the first of the headline metrics a benchmark's tables hold.
 PLOTTED = HEADLINE
@@ -216,17 +207,13 @@ def store_size_plots(sizes: StoreSizes) -> list[Plot]:
 def bench_section(bench: Path) -> str:
     sizes = StoreSizes({}, {}, [])
     provenance = []
-    for name, parse in (("query.md", parse_query_bench), ("scale.md", parse_scale_bench)):
-        path = bench / name
+    for name, make in (("query.json", "bench"), ("scale.json", "bench-scale")):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            sizes.skipped.append(f"no {name}: run make {'bench' if name == 'query.md' else 'bench-scale'}")
+            measured = read_bench(bench / name, sizes)
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            sizes.skipped.append(f"{name} not read ({type(exc).__name__}): run make {make}")
             continue
-        parse(text, sizes)
-        provenance.append(
-            f"<li><code>{name}</code>: {escape(measured_line(text) or 'no provenance line')}</li>"
-        )
+        provenance.append(f"<li><code>{name}</code>: {escape(measured or 'no provenance line')}</li>")
     plots = store_size_plots(sizes)
     if not plots:
         return note("not available: run make bench and make bench-scale (nothing read under results/bench/)")

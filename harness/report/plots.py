@@ -20,7 +20,6 @@ PALETTE = (
     "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
 )  # fmt: skip
 SYSTEM_COLOUR = dict(zip(SYSTEMS, PALETTE, strict=False))
-ABLATIONS = frozenset({"no_floors", "no_graph", "no_rerank", "score_order"})
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,38 @@ from muster_exact.retrieve.assemble import Context
 NATIVE = "muster_native"
 
 
-# Each system by name, with the retrieval rules its memory runs; MUSTER's two rows first.
-REGISTRY: Registry[rules.Rules] = Registry(
-    "system",
-    {
-        variants.SYSTEMS[0]: rules.EXACT,
-        NATIVE: rules.NATIVE,
-        **{name: rules.NATIVE if name in variants.BUDGETED else rules.EXACT for name in variants.SYSTEMS[1:]},
-    },
-)
+@dataclass(frozen=True)
+class System:
+    """One system the harness runs: which memory it reads (the exact rules' or the native
+    rules'), what it is (MUSTER, a baseline, an ablation), and the manifests its contexts are
+    pinned in (MUSTER's two rows: ``exact`` and ``native``)."""
+
+    name: str
+    rules: rules.Rules
+    kind: str  # "muster", "baseline" or "ablation"
+    pinned: str | None = None
+
+    @property
+    def reads(self) -> str:
+        """The memory of :class:`Memories` it reads: ``exact`` or ``native``."""
+        return "native" if self.rules is rules.NATIVE else "exact"
+
+
+def _systems() -> dict[str, System]:
+    method, *others = variants.SYSTEMS  # MUSTER's two rows first, then the library's variants
+    rows = [System(method, rules.EXACT, "muster", "exact"), System(NATIVE, rules.NATIVE, "muster", "native")]
+    for name in others:
+        kind = variants.VARIANTS.get(name).kind
+        rows.append(System(name, rules.NATIVE if kind == "baseline" else rules.EXACT, kind))
+    return {row.name: row for row in rows}
+
+
+# Each system by name, once; every list of systems below is read from it.
+REGISTRY: Registry[System] = Registry("system", _systems())
 SYSTEMS = tuple(REGISTRY.names())
-MUSTER_ROWS = SYSTEMS[:2]  # exact and native MUSTER: the rows compared with the best baseline
+MUSTER_ROWS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "muster")  # compared with the best baseline
+ABLATIONS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "ablation")
+PINNED = {n: REGISTRY.get(n).pinned for n in SYSTEMS if REGISTRY.get(n).pinned}  # system -> manifest rules
 
 
 def check(name: str) -> str:
@@ -45,7 +66,7 @@ def check(name: str) -> str:
 
 def rules_of(system: str) -> rules.Rules:
     """The retrieval rules a system's memory runs."""
-    return REGISTRY.get(system)
+    return REGISTRY.get(system).rules
 
 
 @dataclass
@@ -65,9 +86,11 @@ class Memories:
 
 def context(memories: Memories, system: str, query: str) -> tuple[Context, int | None]:
     """The system's context and, for budgeted baselines, the token budget it had."""
-    if system in variants.BUDGETED:
+    row = REGISTRY.get(system)
+    memory = memories.native if row.reads == "native" else memories.exact
+    if row.kind == "baseline":
         budget = memories.budget(query)
-        return variants.context(memories.native, system, query, budget=budget), budget
-    if system == NATIVE:
-        return memories.native.context(query), None
-    return variants.context(memories.exact, system, query), None
+        return variants.context(memory, system, query, budget=budget), budget
+    if row.kind == "muster":
+        return memory.context(query), None
+    return variants.context(memory, system, query), None

@@ -23,6 +23,8 @@ Ablations of MUSTER, at the same U:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from muster_exact.channels import Proposals
 from muster_exact.core.errors import InputError
@@ -32,50 +34,77 @@ from muster_exact.retrieve.assemble import Context
 from muster_exact.retrieve.rerank import Ranking
 from muster_exact.retrieve.select import Selected, scaled_floors
 
-BUDGETED = ("full_context", "bm25", "dense")
-# Each system by name, with whether it runs at a token budget (the baselines) or at U.
-VARIANTS: Registry[bool] = Registry(
+Kind = Literal["method", "baseline", "ablation"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One system the library computes: the method, a baseline (at a token budget) or an
+    ablation (one step of the method taken out, at U)."""
+
+    name: str
+    kind: Kind
+    removes: str | None = None  # a channel ablation: the channel whose proposals and floor go
+
+
+# Each system, once: its name, its kind and what it takes out. The order is the tables' order.
+VARIANTS: Registry[Variant] = Registry(
     "system",
     {
-        name: name in BUDGETED
-        for name in ("muster", *BUDGETED, "no_floors", "no_graph", "no_rerank", "score_order")
+        variant.name: variant
+        for variant in (
+            Variant("muster", "method"),
+            Variant("full_context", "baseline"),
+            Variant("bm25", "baseline"),
+            Variant("dense", "baseline"),
+            Variant("no_floors", "ablation"),
+            Variant("no_graph", "ablation", removes="graph"),
+            Variant("no_rerank", "ablation"),
+            Variant("score_order", "ablation"),
+        )
     },
 )
 SYSTEMS = tuple(VARIANTS.names())
-# The channel each "no_<channel>" ablation removes: its proposals dropped, its floor free.
-REMOVED = {"no_graph": "graph"}
+
+
+def of_kind(kind: Kind) -> tuple[str, ...]:
+    """The systems of one kind, in the registry's order."""
+    return tuple(name for name in SYSTEMS if VARIANTS.get(name).kind == kind)
+
+
+BUDGETED = of_kind("baseline")
 
 
 def context(
     memory: Memory, system: str, query: str, units: int | None = None, budget: int | None = None
 ) -> Context:
     """The context ``system`` gives for ``query``. Budgeted systems need ``budget`` tokens."""
-    if VARIANTS.check(system) == "muster":
+    variant = VARIANTS.get(system)
+    if variant.kind == "method":
         return memory.context(query, units)
     query, units_read = memory.checked(query, units)
-    if VARIANTS.get(system):
+    if variant.kind == "baseline":
         if budget is None or budget < 0:
             raise InputError(f"system {system!r} needs a token budget (MUSTER's context tokens)")
         return _budgeted(memory, system, query, budget)
-    return _ablation(memory, system, query, units_read)
+    return _ablation(memory, variant, query, units_read)
 
 
-def _ablation(memory: Memory, system: str, query: str, units_read: int) -> Context:
+def _ablation(memory: Memory, variant: Variant, query: str, units_read: int) -> Context:
     """MUSTER's steps (:meth:`Memory.retrieve`) with one taken out. The floors are the plan's,
     scaled to U, whatever the memory's floor rules say: an ablation takes out one step of the
     method as the paper states it."""
     proposals, _ = memory.proposals(query, units_read)
     floors = scaled_floors(memory.plan.floors, units_read)
-    if system in REMOVED:
-        removed = REMOVED[system]
-        proposals = [p for p in proposals if p.channel != removed]
-        floors = {**floors, removed: 0}
-    if system == "no_floors":
+    if variant.removes is not None:
+        proposals = [p for p in proposals if p.channel != variant.removes]
+        floors = {**floors, variant.removes: 0}
+    if variant.name == "no_floors":
         floors = dict.fromkeys(floors, 0)
-    own_order = system == "no_rerank"
+    own_order = variant.name == "no_rerank"
     ranking = _round_robin(proposals) if own_order else memory.rank(query, proposals)
     chosen = memory.select(proposals, ranking, floors, units_read, own_order=own_order)
-    by_score = system == "score_order"
+    by_score = variant.name == "score_order"
     if by_score:
         order = ranking.rank()
         chosen = sorted(chosen, key=lambda s: order[s.unit])

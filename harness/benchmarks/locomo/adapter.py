@@ -17,7 +17,7 @@ from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.locomo import audit, scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.llm.judging import Request, verdict_metrics
+from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
 from muster_exact.verify.corpora import LOCOMO, BenchmarkStore, Question, locomo_stores
@@ -68,11 +68,11 @@ class LoCoMo(BenchmarkBase):
         if judged.get("gold_corrected") is not None:
             metrics["f1_corrected"] = scorer.score(answer, judged["gold_corrected"], category)
         if category != ADVERSARIAL:
-            metrics.update(verdict_metrics("llm_judge", verdicts.get("verdict", [])))
+            metrics.update(verdict_metrics(LLM_JUDGE, verdicts.get("verdict", [])))
             if "verdict_corrected" in verdicts:
-                metrics.update(verdict_metrics("llm_judge_corrected", verdicts["verdict_corrected"]))
+                metrics.update(verdict_metrics(f"{LLM_JUDGE}_corrected", verdicts["verdict_corrected"]))
             elif judged.get("errata_checked"):  # not flagged: the corrected figure is the original one
-                metrics.update(verdict_metrics("llm_judge_corrected", verdicts.get("verdict", [])))
+                metrics.update(verdict_metrics(f"{LLM_JUDGE}_corrected", verdicts.get("verdict", [])))
         return metrics
 
     def corrected_golds(self, data: DataRoot) -> dict[str, str]:

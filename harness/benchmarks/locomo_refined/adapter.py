@@ -13,7 +13,7 @@ from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.locomo_refined import scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.llm.judging import Request, verdict_metrics
+from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, official
 from muster_exact.verify.corpora import (
@@ -48,7 +48,7 @@ class LoCoMoRefined(BenchmarkBase):
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
         metrics: dict[str, float | None] = dict(scorer.scores(answer, list(judged["gold"])))
-        metrics.update(verdict_metrics("llm_judge", verdicts.get("verdict", [])))
+        metrics.update(verdict_metrics(LLM_JUDGE, verdicts.get("verdict", [])))
         return metrics
 
 

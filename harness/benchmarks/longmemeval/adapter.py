@@ -34,7 +34,7 @@ from typing import Any
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
-from harness.llm.judging import Request, verdict_metrics, yes_no_request
+from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics, yes_no_request
 from muster_exact.core.errors import DataError
 from muster_exact.text.records import Source
 from muster_exact.verify.corpora import BenchmarkStore, Question, present
@@ -101,7 +101,7 @@ class LongMemEval(BenchmarkBase):
         return [yes_no_request(question, answer)]
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
-        return verdict_metrics("llm_judge", verdicts.get("verdict", []))
+        return verdict_metrics(LLM_JUDGE, verdicts.get("verdict", []))
 
 
 LONGMEMEVAL = LongMemEval()

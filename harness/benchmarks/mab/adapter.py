@@ -25,7 +25,7 @@ from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.mab import scorer
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot, sha256_file
-from harness.llm.judging import Request, verdict_metrics, yes_no_request
+from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics, yes_no_request
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template, official
 from muster_exact.core.errors import DataError
@@ -33,8 +33,6 @@ from muster_exact.text.records import from_text
 from muster_exact.verify.corpora import MAB_CONFLICT, BenchmarkStore, Question, mab_questions, mab_stores
 
 CONFLICT_JSON = str(MAB_CONFLICT)
-# Sources judged by an LLM (LongMemEval questions); the rest are lexical only.
-LLM_SOURCES = ("longmemeval",)
 SPLITS = ("Accurate_Retrieval", "Test_Time_Learning", "Long_Range_Understanding", "Conflict_Resolution")
 
 
@@ -56,8 +54,8 @@ class MemoryAgentBench(BenchmarkBase):
         return official.mab(pinned)
 
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
-        if not any(question["category"].startswith(prefix) for prefix in LLM_SOURCES):
-            return []
+        if scorer.llm_judge(question["category"]) != "yes_no":
+            return []  # lexical metrics only; InfBench's summary judge is not asked (scorer.LLM_JUDGED)
         return [yes_no_request(question, answer)]
 
     def answer_metrics(self, judged: Judged, answer: str, verdicts: Verdicts, quirks: bool) -> Metrics:
@@ -65,7 +63,7 @@ class MemoryAgentBench(BenchmarkBase):
             scorer.scores(answer, list(judged["gold"]), judged["category"])
         )
         if "verdict" in verdicts:
-            metrics.update(verdict_metrics("llm_judge", verdicts["verdict"]))
+            metrics.update(verdict_metrics(LLM_JUDGE, verdicts["verdict"]))
         return metrics
 
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:

@@ -31,12 +31,12 @@ import yaml
 
 from harness.benchmarks.mab import scorer
 from harness.data import DataRoot
+from harness.llm.judging import LLM_JUDGE
 from muster_exact.core.errors import DataError
 
 OUTPUTS = "memoryagentbench/outputs"
 BASELINE = f"{OUTPUTS}/nous_paper_baseline"
 REGRADE = f"{OUTPUTS}/nous_judge_regrade"
-LLM_JUDGE = "llm_judge"
 # A gold this long describes the expected answer (LongMemEval's preference and
 # abstention questions) rather than naming it: a judge reads it, a substring test cannot find it.
 DESCRIPTIVE_GOLD_WORDS = 8

@@ -60,8 +60,11 @@ from harness.benchmarks import overlap
 Golds = str | Sequence[str] | Sequence[Sequence[str]]
 
 ANSWER_PREFIX = "Answer:"
-# Sources the benchmark scores with a GPT-4o judge, not a string metric.
-LLM_JUDGED = ("longmemeval", "infbench_sum")
+# Sources the benchmark scores with a GPT-4o judge, not a string metric, and the judge each gets
+# (../shared/SCORERS.md): LongMemEval's yes/no prompts; for InfBench summaries a keypoint judge
+# (fluency x F1), which the harness does not ask (their split, Long_Range_Understanding, is not
+# in the data here), so they score no headline metric.
+LLM_JUDGED: dict[str, str] = {"longmemeval": "yes_no", "infbench_sum": "summary"}
 RECALL_CUTOFFS = (1, 5, 10)
 LEXICAL_METRICS = ("exact_match", "f1", "substring_exact_match")
 
@@ -268,9 +271,15 @@ def metrics_for(source: str) -> tuple[str, ...]:
     return LEXICAL_METRICS
 
 
+def llm_judge(source: str) -> str | None:
+    """The LLM judge the benchmark scores ``source`` with (a key's value of :data:`LLM_JUDGED`),
+    None where a string metric scores it."""
+    return next((judge for name, judge in LLM_JUDGED.items() if name in source), None)
+
+
 def headline_metric(source: str) -> str | None:
     """The metric the benchmark reports for ``source``; None where that is an LLM judge."""
-    if any(name in source for name in LLM_JUDGED):
+    if llm_judge(source) is not None:
         return None
     kind = route(source)
     if kind == "icl" or "detective_qa" in source:
