@@ -19,19 +19,16 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from harness import registries
 from harness.checks import check
 from harness.config import ConfigError, register
+from harness.registries import CONF, files, group_dir
 from harness.seed import ensure_hash_seed
 from muster_exact.core.errors import MusterError
 from muster_exact.core.pipes import closed_stdout
 from muster_exact.core.registry import Registry
-from muster_exact.core.shipped import shipped
 
 REPO = Path(__file__).resolve().parent.parent
-CONF = REPO / "conf"
-# Where config groups live: the harness's own, then the library's (the preset group, which
-# conf/config.yaml puts on Hydra's search path as pkg://muster_exact.conf).
-GROUP_ROOTS = (CONF, shipped("conf"))
 # Each stage's run(cfg, repo), imported only when that stage runs (answer and judge load openai).
 STAGES: Registry[Callable[[DictConfig, Path], object]] = Registry(
     "stage",
@@ -43,21 +40,17 @@ STAGES: Registry[Callable[[DictConfig, Path], object]] = Registry(
 log = logging.getLogger("harness")
 
 
-def group_dir(group: str) -> Path | None:
-    """The folder of config group ``group``, None when no root holds one."""
-    return next((root / group for root in GROUP_ROOTS if (root / group).is_dir()), None)
-
-
 def check_choices(argv: list[str]) -> None:
     """Unknown group options answered with the closest names, before Hydra composes."""
     for arg in argv:
         group, sep, value = arg.partition("=")
         group = group.lstrip("+~")
-        folder = None if not sep or "/" in group or "." in group else group_dir(group)
-        if folder is None:
+        if not sep or "/" in group or "." in group:
             continue
-        files = sorted(folder.glob("*.yaml"), key=lambda path: path.stem)
-        options = Registry(group, {path.stem: path for path in files}, error=ConfigError)
+        named = registries.names(group) if group in registries.GROUPS else []
+        if not named and group_dir(group) is None:
+            continue
+        options = Registry(group, dict.fromkeys(sorted({*files(group), *named}), group), error=ConfigError)
         for choice in value.split(","):
             if choice:
                 options.check(choice)

@@ -22,6 +22,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from harness import registries
 from harness.llm import Endpoint
 from muster_exact.core.errors import MusterError
 from muster_exact.memory import presets
@@ -121,7 +122,9 @@ class RunConfig:
 
 
 def register() -> None:
+    """The run's schema, and the options that only name a choice (:mod:`harness.registries`)."""
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
+    registries.store_options()
 
 
 class ConfigError(MusterError):

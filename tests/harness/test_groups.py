@@ -1,8 +1,10 @@
-"""The Hydra group files and the registries cannot drift.
+"""The Hydra groups and the registries cannot drift.
 
-Each group that names things (``benchmark=``, ``system=``...) has one file per
-name its registry holds, no more, no fewer; and every registered name and
-every group file composes with Hydra and passes the harness's config check.
+Each group that names things (``benchmark=``, ``system=``...) offers exactly
+its registry's names: a file where a name has settings of its own, a
+generated option for every other name, and no file that only repeats its name;
+every registered name and every group file composes with Hydra and passes the
+harness's config check.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from harness import registries
-from harness.app import GROUP_ROOTS, check_choices, group_dir
+from harness.app import check_choices
 from harness.checks import check, preset_family
 from harness.config import ConfigError, register
+from harness.registries import GROUP_ROOTS, files, group_dir
 from muster_exact.memory import presets
 from tests.conftest import REPO
 
@@ -22,11 +25,6 @@ CONF = REPO / "conf"
 NAMED = registries.GROUPS.names()
 SETTINGS = ("reader", "judge", "paths")  # groups of settings, not of named things: no registry
 OPTIONAL = ("local",)  # git-ignored machine overrides, present on some machines only
-
-
-def files(group: str) -> list[str]:
-    folder = group_dir(group)
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder else []
 
 
 def choices() -> list[tuple[str, str]]:
@@ -43,10 +41,11 @@ def hydra_config():
         yield
 
 
-def test_every_group_is_registered_or_a_settings_group() -> None:
+def test_every_group_folder_is_registered_or_a_settings_group() -> None:
     folders = [p for root in GROUP_ROOTS for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"]
     groups = [p.name for p in folders if p.name not in OPTIONAL]
-    assert sorted(groups) == sorted({*NAMED, *SETTINGS})  # and no group in two roots
+    assert len(groups) == len(set(groups)), "a group in two roots"
+    assert set(groups) <= {*NAMED, *SETTINGS}
 
 
 def test_the_preset_group_is_the_library_s_own_folder() -> None:
@@ -57,15 +56,27 @@ def test_the_preset_group_is_the_library_s_own_folder() -> None:
 
 @pytest.mark.parametrize("group", [*NAMED, *SETTINGS])
 def test_a_misspelt_choice_is_answered_before_hydra_composes(group: str) -> None:
-    name = files(group)[0]
+    name = (registries.names(group) if group in NAMED else files(group))[0]
     with pytest.raises(ConfigError) as raised:
         check_choices([f"{group}={name}x"])
     assert name in str(raised.value).partition("did you mean ")[2].rstrip("?").split(", ")
 
 
 @pytest.mark.parametrize("group", NAMED)
-def test_the_group_files_are_the_registry(group: str) -> None:
-    assert files(group) == sorted(registries.names(group))
+def test_a_group_file_is_a_registered_name_with_settings_of_its_own(group: str) -> None:
+    assert set(files(group)) <= set(registries.names(group)), "a file no registry names"
+    folder = group_dir(group)
+    for name in files(group):
+        text = (folder / f"{name}.yaml").read_text()  # type: ignore[operator]
+        settings = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        assert settings != [f"name: {name}"], (
+            f"{folder}/{name}.yaml only names itself: the registry generates it"
+        )
+
+
+def test_options_that_only_name_a_choice_are_generated() -> None:
+    assert set(registries.generated("system")) == set(registries.names("system"))
+    assert "locomo" in registries.generated("benchmark") and "mab" not in registries.generated("benchmark")
 
 
 def composed(*overrides: str) -> DictConfig:
