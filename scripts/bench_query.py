@@ -28,7 +28,11 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the harness: the bench file format
+
+from harness.report.figures import StoreSizes, bench_json, write_bench
 from muster_exact import __version__
 from muster_exact.memory import build
 from muster_exact.text.records import Source
@@ -67,7 +71,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(label: str, source: Source, questions: list[str], n_queries: int) -> list[str]:
+def measure(
+    label: str, source: Source, questions: list[str], n_queries: int
+) -> tuple[list[str], dict[str, Any]]:
     started = time.perf_counter()
     memory = build(source, models="cpu-small", cache=False)
     total = time.perf_counter() - started
@@ -105,7 +111,37 @@ def measure(label: str, source: Source, questions: list[str], n_queries: int) ->
         "",
     ]
     print("\n".join(lines), flush=True)
-    return lines
+    record = {
+        "store": label,
+        "tokens": plan.stats.tokens,
+        "branch": plan.branch,
+        "units": plan.stats.units,
+        "parents": plan.stats.parents,
+        "build_s": total,
+        "build_without_embedder_s": non_embed,
+        "build_stages_s": {stage: t[stage] for stage in BUILD_STAGES},
+        "query_ms": {
+            stage: {"p50": 1000 * statistics.median(v), "p95": 1000 * percentile(v, 0.95)}
+            for stage, v in per_stage.items()
+        },
+    }
+    return lines, record
+
+
+def points(stores: list[dict[str, Any]]) -> StoreSizes:
+    """What the results page plots: each store's build seconds and query total against its tokens."""
+    sizes = StoreSizes({}, {}, [])
+    for r in stores:
+        for series, value in (
+            ("with embedding (query.md)", r["build_s"]),
+            ("without embedder (query.md)", r["build_without_embedder_s"]),
+        ):
+            sizes.build.setdefault(series, []).append((r["tokens"], value))
+        for q in ("p50", "p95"):
+            sizes.query.setdefault(f"query {q} (query.md)", []).append(
+                (r["tokens"], r["query_ms"]["total"][q])
+            )
+    return sizes
 
 
 CLI_RECORDS = 200
@@ -113,7 +149,7 @@ CLI_RUNS = 5
 CLI_GOAL_S = 1.5
 
 
-def cli_query(data: Path) -> list[str]:
+def cli_query(data: Path) -> tuple[list[str], dict[str, Any]]:
     """Wall seconds of ``muster query FILE Q`` in a new process, the vector cache warm."""
     conversation = json.loads((data / "locomo/locomo10.json").read_text(encoding="utf-8"))[0]
     turns = [
@@ -144,7 +180,7 @@ def cli_query(data: Path) -> list[str]:
         "",
     ]
     print("\n".join(lines), flush=True)
-    return lines
+    return lines, {"records": len(turns), "runs": CLI_RUNS, "median_s": median, "worst_s": worst}
 
 
 def main() -> None:
@@ -157,21 +193,22 @@ def main() -> None:
     args = parser.parse_args()
     # Warm up once so imports, the tokenizer and model loading count against no store.
     build(["warm-up note"], models="cpu-small", cache=False).context("warm-up?")
-    body = []
+    body, measured = [], []
     for label, source, questions in stores(args.data):
-        body += measure(label, source, questions, args.queries)
-    body += cli_query(args.data)
-    header = [
-        "# build and query benchmark (cpu-small)",
-        "",
+        lines, record = measure(label, source, questions, args.queries)
+        body += lines
+        measured.append(record)
+    lines, cli = cli_query(args.data)
+    body += lines
+    provenance = (
         f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by `scripts/bench_query.py`; "
         f"muster {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
-        "packaged all-MiniLM-L6-v2 embedder, RRF order (no cross-encoder). Wall clock on a shared machine.",
-        "",
-    ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(header + body), encoding="utf-8")
-    print(f"wrote {args.out}")
+        "packaged all-MiniLM-L6-v2 embedder, RRF order (no cross-encoder). Wall clock on a shared machine."
+    )
+    header = ["# build and query benchmark (cpu-small)", "", provenance, ""]
+    data = {"stores": measured, "cli_query": cli}
+    write_bench(args.out, "\n".join(header + body), provenance, points(measured), data)
+    print(f"wrote {args.out} and {bench_json(args.out)}")
 
 
 if __name__ == "__main__":

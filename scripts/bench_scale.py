@@ -48,6 +48,9 @@ from typing import Any
 
 from bench_store import chat_records, seed_vectors  # the store bench's records and vector seeding
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the harness: the bench file format
+
+from harness.report.figures import StoreSizes, bench_json, write_bench
 from muster_exact.core import progress
 
 MODELS = "cpu-small"
@@ -236,7 +239,9 @@ def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
 
     from muster_exact.cache.memo import Memo
     from muster_exact.cache.vectors import VectorCache, text_key
-    from muster_exact.memory import build, indexes, planned, rules_of
+    from muster_exact.channels.given import Given
+    from muster_exact.memory import build, embedding_pieces, planned, rules_of, unit_texts
+    from muster_exact.memory.indexes import built
     from muster_exact.models import load_embedder
 
     records, questions, used, total = chats(data, level)
@@ -247,7 +252,11 @@ def child_stages(level: str, data: Path, work: Path) -> dict[str, Any]:
     started = time.perf_counter()
     with progress.shown(True):
         plan, cut, models, timings = planned(records, models=MODELS, memo=memo)
-        _, _, pieces = indexes(plan, cut, models, rules_of(plan), memo, timings)
+        rules = rules_of(plan)
+        given = Given(plan, cut, unit_texts(cut), models, rules, memo, VectorCache(None), timings)
+        built(given, [name for name in rules.channel_names() if name != "dense"])  # timed in `timings`
+        with given.timed("pieces"):
+            pieces = embedding_pieces(cut, models, rules.pieces, memo)
     out["stages_s"] = time.perf_counter() - started
     out["build_timings"] = timings
     out["units"], out["parents"], out["pieces"] = len(cut.units), len(cut.parents), len(pieces.texts)
@@ -369,6 +378,23 @@ def cell(value: Any, form: str = ",.0f") -> str:
     return "-" if value is None else format(value, form)
 
 
+def points(levels: list[dict[str, Any]]) -> StoreSizes:
+    """What the results page plots: each level's build without embedding (the ``build()`` path)
+    and query total against its tokens."""
+    sizes = StoreSizes({}, {}, [])
+    for r in levels:
+        sizes.build.setdefault("without embedding (scale.md)", []).append(
+            (r["tokens"], but_embedding(r["build_timings"]))
+        )
+        total = r["queries"].get("total")
+        if total is None:
+            sizes.skipped.append(f"scale.md, {r['level']}: no query total (no vectors: no assembly)")
+            continue
+        for q in ("p50", "p95"):
+            sizes.query.setdefault(f"query {q} (scale.md)", []).append((r["tokens"], total[q]))
+    return sizes
+
+
 def report(levels: list[dict[str, Any]]) -> str:
     from muster_exact import __version__
 
@@ -443,7 +469,8 @@ def report(levels: list[dict[str, Any]]) -> str:
         "",
         "`store` is the first read through `Store.memory()` (analyses written to the file); `build()` is "
         "the library call with a fresh memo, its vectors read from the bench's cache (without the "
-        "embedder: `planned()` and `indexes()`, the same functions). `total` also counts what lies "
+        "embedder: `planned()`, the channels' `build()` and `embedding_pieces()`, the same functions). "
+        "`total` also counts what lies "
         "between the stages (in `store`: reading the records, writing the analyses).",
         "",
         f"| level, path | {' | '.join(BUILD_STAGES)} | loading the embedder | all but embedding | total |",
@@ -575,9 +602,10 @@ def main() -> None:
             result.update(run_child(kind, level, args))
         levels.append(result)
         say(f"{level}: done")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report(levels), encoding="utf-8")
-    say(f"wrote {args.out}")
+    text = report(levels)
+    measured = next(line for line in text.splitlines() if line.startswith("Measured"))
+    write_bench(args.out, text, measured, points(levels), {"levels": levels})
+    say(f"wrote {args.out} and {bench_json(args.out)}")
 
 
 if __name__ == "__main__":

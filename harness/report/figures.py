@@ -1,15 +1,17 @@
 """Reading the figures the results page shows (:mod:`harness.report.page`) from the files the
-reproduction and the benchmarks leave: CSV tables, numbers and intervals in their cells, Markdown
-pipe tables, and the bench files' points against store size. A cell that does not parse reads
-as None (the page then says what is missing); nothing here writes HTML."""
+reproduction and the benchmarks leave: CSV tables, numbers and intervals in their cells, and the
+bench files' points against store size (JSON the bench scripts write beside their Markdown, by
+:func:`write_bench`). A cell that does not parse reads as None (the page then says what is
+missing); nothing here writes HTML."""
 
 from __future__ import annotations
 
 import csv
+import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.report import expected
 
@@ -32,124 +34,52 @@ def interval(raw: str | None) -> tuple[float, float] | None:
     return None if found is None or math.isnan(found[0]) or math.isnan(found[1]) else found
 
 
-# --- the bench files (results/bench/query.md, scale.md) ---------------------------------------
+# --- the bench files' points (results/bench/query.json, scale.json) -----------------------------
 
-
-@dataclass(frozen=True)
-class MarkdownTable:
-    header: tuple[str, ...]
-    rows: tuple[dict[str, str], ...]
-
-
-def markdown_tables(text: str) -> list[MarkdownTable]:
-    """Every pipe table of a Markdown text (its first row the header, its second the rule)."""
-    found: list[MarkdownTable] = []
-    block: list[list[str]] = []
-    for line in [*text.splitlines(), ""]:
-        if line.startswith("|"):
-            block.append([c.strip() for c in line.strip().strip("|").split("|")])
-            continue
-        if len(block) >= 2:
-            header = tuple(block[0])
-            rows = tuple(dict(zip(header, cells, strict=False)) for cells in block[2:])
-            found.append(MarkdownTable(header, rows))
-        block = []
-    return found
-
-
-def measured_line(text: str) -> str:
-    """The file's provenance line (``Measured ... by ...``), if it has one."""
-    return next((line for line in text.splitlines() if line.startswith("Measured")), "")
-
-
-def _bench_number(raw: str) -> float | None:
-    cleaned = raw.replace(",", "").replace("*", "").strip()
-    return number(cleaned.split()[0]) if cleaned else None
+BENCH_SCHEMA = 1
+Points = dict[str, list[tuple[float, float]]]  # series name -> [(store tokens, value)]
 
 
 @dataclass
 class StoreSizes:
-    """Points read from the bench files: series name -> [(tokens, value)], with what was skipped."""
+    """Points against store size: series name -> [(tokens, value)], with what was skipped."""
 
-    build: dict[str, list[tuple[float, float]]]
-    query: dict[str, list[tuple[float, float]]]
+    build: Points
+    query: Points
     skipped: list[str]
 
 
-def parse_query_bench(text: str, into: StoreSizes) -> None:
-    """results/bench/query.md: per store a ``###`` section with its tokens and build seconds
-    (embedding included, and everything but the embedder) and a query-stage table with ``total``."""
-    for section in re.split(r"^### ", text, flags=re.M)[1:]:
-        name = section.splitlines()[0].strip()
-        tokens = re.search(r"^([\d,]+) tokens", section, flags=re.M)
-        if not tokens:
-            into.skipped.append(f"query.md, {name}: no token count")
-            continue
-        size = float(tokens.group(1).replace(",", ""))
-        build = re.search(r"Build ([\d.]+) s", section)
-        rest = re.search(r"everything but the embedder: ([\d.]+) s", section)
-        if build:
-            into.build.setdefault("with embedding (query.md)", []).append((size, float(build.group(1))))
-        if rest:
-            into.build.setdefault("without embedder (query.md)", []).append((size, float(rest.group(1))))
-        total = next(
-            (
-                r
-                for t in markdown_tables(section)
-                if "p50 ms" in t.header
-                for r in t.rows
-                if r.get(t.header[0]) == "total"
-            ),
-            None,
-        )
-        for column, series in (("p50 ms", "query p50 (query.md)"), ("p95 ms", "query p95 (query.md)")):
-            value = _bench_number(total.get(column, "")) if total else None
-            if value is None:
-                into.skipped.append(f"query.md, {name}: no total {column}")
-            else:
-                into.query.setdefault(series, []).append((size, value))
+def bench_json(markdown: Path) -> Path:
+    """The JSON a bench script writes beside its Markdown."""
+    return markdown.with_suffix(".json")
 
 
-def _column(table: MarkdownTable, start: str) -> str | None:
-    return next((h for h in table.header if h.startswith(start)), None)
+def write_bench(markdown: Path, text: str, measured: str, points: StoreSizes, data: Any) -> None:
+    """A bench's Markdown, and beside it its figures as JSON: the points against store size the
+    results page plots, ``measured`` (the provenance line) and the script's raw ``data``. The
+    page reads the JSON, never the Markdown."""
+    markdown.parent.mkdir(parents=True, exist_ok=True)
+    markdown.write_text(text, encoding="utf-8")
+    record = {
+        "schema": BENCH_SCHEMA,
+        "markdown": markdown.name,
+        "measured": measured,
+        "build": points.build,
+        "query": points.query,
+        "skipped": points.skipped,
+        "data": data,
+    }
+    bench_json(markdown).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def parse_scale_bench(text: str, into: StoreSizes) -> None:
-    """results/bench/scale.md: the stores' tokens per level, the build stages (``all but
-    embedding`` of each ``build()`` row) and the queries' ``total p50 / p95 ms`` per level."""
-    tables = markdown_tables(text)
-    sizes: dict[str, float] = {}
-    for table in tables:
-        if "tokens" in table.header and "level" in table.header:
-            for row in table.rows:
-                size = _bench_number(row.get("tokens", ""))
-                if size is not None:
-                    sizes[row.get("level", "")] = size
-    for table in tables:
-        rest = _column(table, "all but embedding")
-        total = _column(table, "total p50")
-        for row in table.rows:
-            label = row.get(table.header[0], "")
-            level = label.split()[0] if label else ""
-            if rest and label.endswith("build()"):
-                _scale_point(into, into.build, "without embedding (scale.md)", sizes, level, row[rest])
-            if total and level:
-                p50, _, p95 = row[total].partition("/")
-                p95 = p95 or p50  # a bare "-": neither was measured
-                _scale_point(into, into.query, "query p50 (scale.md)", sizes, level, p50)
-                _scale_point(into, into.query, "query p95 (scale.md)", sizes, level, p95)
-
-
-def _scale_point(
-    into: StoreSizes,
-    target: dict[str, list[tuple[float, float]]],
-    series: str,
-    sizes: dict[str, float],
-    level: str,
-    raw: str,
-) -> None:
-    value = _bench_number(raw)
-    if level not in sizes or value is None:
-        into.skipped.append(f"scale.md, {level or '?'}: {series} not measured ({raw.strip() or 'empty'})")
-        return
-    target.setdefault(series, []).append((sizes[level], value))
+def read_bench(path: Path, into: StoreSizes) -> str:
+    """Add a bench JSON's points to ``into``; its provenance line. A file of another schema is
+    :class:`ValueError` (the page says so instead of plotting it)."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict) or record.get("schema") != BENCH_SCHEMA:
+        raise ValueError(f"{path.name}: not a bench file of schema {BENCH_SCHEMA}")
+    for target, key in ((into.build, "build"), (into.query, "query")):
+        for series, points in record[key].items():
+            target.setdefault(series, []).extend((float(x), float(y)) for x, y in points)
+    into.skipped.extend(record["skipped"])
+    return str(record["measured"])

@@ -22,47 +22,17 @@ BENCHES = [("toy", "locomo"), ("toymab", "mab")]
 HEADER = "system,n,tokens_mean,evidence_recall,evidence_recall_ci,build_s\n"
 
 # Shaped like results/bench/query.md and scale.md (a store the parser cannot read, a level not measured).
-QUERY_MD = """# bench
-
-Measured today by `x`.
-
-### Store A
-
-1,000 tokens, 5 units. Build 2.50 s; everything but the embedder: 0.10 s = **4%** of build.
-
-| query stage (9 queries) | p50 ms | p95 ms |
-|---|---|---|
-| dense | 1.0 | 2.0 |
-| total | 3.5 | 7.0 |
-
-### Store B, unreadable
-
-no numbers
-"""
-SCALE_MD = """# scale
-
-## The stores
-
-| level | records | tokens |
-|---|---|---|
-| 1M | 9 | 1,000,000 |
-| 10M | 90 | 10,000,000 |
-
-## Build stages, seconds
-
-| level, path | bm25 | all but embedding | total |
-|---|---|---|---|
-| 1M store | 1 | 9.0 | 9.5 |
-| 1M build() | 1 | 8.0 | 8.5 |
-| 10M build() | 9 | 80.0 | 80.5 |
-
-## Queries
-
-| level | dense p50 / p95 ms | total p50 / p95 ms |
-|---|---|---|
-| 1M | 1 / 2 | 50.5 / 70.0 |
-| 10M | 2 / 3 | - |
-"""
+# What scripts/bench_query.py and bench_scale.py write beside their Markdown (figures.write_bench).
+QUERY_POINTS = figures.StoreSizes(
+    {"with embedding (query.md)": [(1000.0, 2.5)], "without embedder (query.md)": [(1000.0, 0.1)]},
+    {"query p50 (query.md)": [(1000.0, 3.5)], "query p95 (query.md)": [(1000.0, 7.0)]},
+    ["query.md, Store B: no token count"],
+)
+SCALE_POINTS = figures.StoreSizes(
+    {"without embedding (scale.md)": [(1e6, 8.0), (1e7, 80.0)]},
+    {"query p50 (scale.md)": [(1e6, 50.5)], "query p95 (scale.md)": [(1e6, 70.0)]},
+    ["scale.md, 10M: no query total (random vectors not measured)"],
+)
 
 
 def write(path: Path, text: str) -> Path:
@@ -222,8 +192,9 @@ def test_timings_bench_and_audit_are_read_when_present(sources: report.Sources) 
         sources.results / "toy" / "locomo.u10" / reproduction.MODELS / "timings.csv",
         "system,build_s,query_ms_p50,run\nmuster,1.5,20.25,runs/x\n",
     )
-    write(sources.tables / "bench" / "query.md", QUERY_MD)
-    write(sources.tables / "bench" / "scale.md", SCALE_MD)
+    bench = sources.tables / "bench"
+    figures.write_bench(bench / "query.md", "# bench\n", "Measured today by `x`.", QUERY_POINTS, None)
+    figures.write_bench(bench / "scale.md", "# scale\n", "Measured before", SCALE_POINTS, {"levels": []})
     write(sources.tables / "audit" / "published.csv", "file,how,all\nfc-x,majority,0.75\n")
     write(
         sources.tables / "audit" / "published.md",
@@ -233,8 +204,8 @@ def test_timings_bench_and_audit_are_read_when_present(sources: report.Sources) 
     assert "Measured on this machine" in html and "<td>20.25</td>" in html
     build, query = plot_of(html, "bench-build"), plot_of(html, "bench-query")
     assert build.count('class="series"') == 3 and query.count('class="series"') == 4
-    assert "query.md, Store B, unreadable: no token count" in html
-    assert "scale.md, 10M: query p50 (scale.md) not measured (-)" in html
+    assert "query.md, Store B: no token count" in html
+    assert "scale.md, 10M: no query total (random vectors not measured)" in html
     assert "Measured today by `x`." in html
     assert "<td>fc-x</td><td>majority</td><td>0.75</td>" in html
     assert "Accuracy by majority of the runs." in html
@@ -299,19 +270,55 @@ def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
     assert b'class="plot"' in pages[0]
 
 
-def test_the_bench_parser_reads_the_committed_bench_files() -> None:
-    """The shapes the parser knows are the committed files' shapes: each store of query.md and
-    each level of scale.md gives a point (the count of each read from the files here)."""
+def test_the_page_reads_the_committed_bench_json_and_its_points_match_the_markdown() -> None:
+    """Each store of query.md and each level of scale.md is a point of the JSON beside it (the
+    page reads the JSON; the counts here are read from the Markdown)."""
     bench = REPO / "results" / "bench"
-    if not (bench / "query.md").is_file() or not (bench / "scale.md").is_file():
-        pytest.skip("no committed results/bench/query.md and scale.md")
     sizes = figures.StoreSizes({}, {}, [])
-    query_text = (bench / "query.md").read_text(encoding="utf-8")
-    figures.parse_query_bench(query_text, sizes)
-    stores = len(re.findall(r"^### ", query_text, flags=re.M))
+    assert figures.read_bench(bench / "query.json", sizes).startswith("Measured")
+    stores = len(re.findall(r"^### ", (bench / "query.md").read_text(encoding="utf-8"), flags=re.M))
     assert len(sizes.build["with embedding (query.md)"]) == stores
     assert len(sizes.query["query p50 (query.md)"]) == stores
-    scale_text = (bench / "scale.md").read_text(encoding="utf-8")
-    figures.parse_scale_bench(scale_text, sizes)
-    builds = len(re.findall(r"^\| \S+ build\(\) \|", scale_text, flags=re.M))
+    figures.read_bench(bench / "scale.json", sizes)
+    builds = len(
+        re.findall(r"^\| \S+ build\(\) \|", (bench / "scale.md").read_text(encoding="utf-8"), flags=re.M)
+    )
     assert len(sizes.build["without embedding (scale.md)"]) == builds
+
+
+def test_a_bench_file_is_written_and_read_back(tmp_path) -> None:
+    points = figures.StoreSizes({"build (x.md)": [(1000.0, 2.5)]}, {"query p50 (x.md)": [(1000.0, 9.0)]}, [])
+    figures.write_bench(tmp_path / "x.md", "# x\n", "Measured now", points, {"raw": [1, 2]})
+    read = figures.StoreSizes({}, {}, [])
+    assert figures.read_bench(tmp_path / "x.json", read) == "Measured now"
+    assert read == points and (tmp_path / "x.md").read_text() == "# x\n"
+    (tmp_path / "x.json").write_text('{"schema": 0}')
+    with pytest.raises(ValueError, match="not a bench file of schema 1"):
+        figures.read_bench(tmp_path / "x.json", read)
+
+
+def test_the_bench_scripts_points_are_the_series_the_page_plots(tmp_path) -> None:
+    """bench_query.py and bench_scale.py turn their measurements into the page's points: a store's
+    or a level's tokens against its build and query figures, a level with no query total skipped."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import bench_query
+        import bench_scale
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    total = {"total": {"p50": 3.5, "p95": 7.0}}
+    store = {"tokens": 1000, "build_s": 2.5, "build_without_embedder_s": 0.1, "query_ms": total}
+    query = bench_query.points([store])
+    assert query.build == QUERY_POINTS.build and query.query == QUERY_POINTS.query
+    levels = [
+        {
+            "level": "1M",
+            "tokens": 1e6,
+            "build_timings": {"detect": 5.0, "bm25": 3.0, "embed": 99.0},
+            "queries": {"total": {"p50": 50.5, "p95": 70.0}},
+        },
+        {"level": "10M", "tokens": 1e7, "build_timings": {"detect": 80.0}, "queries": {"dense": {}}},
+    ]
+    scale = bench_scale.points(levels)
+    assert scale.build == SCALE_POINTS.build and scale.query == SCALE_POINTS.query
+    assert scale.skipped == ["scale.md, 10M: no query total (no vectors: no assembly)"]
