@@ -51,6 +51,7 @@ browser:  ## Debian's chromium and chromedriver, for the results page's browser 
 	apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver
 
 test: install browser  ## the test suite (unit, integration, properties, the results page in chromium)
+	$(BIN)/python scripts/warm_test_vectors.py --data $(DATA)
 	MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
 
 test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes

@@ -51,6 +51,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
+def session_vectors() -> Path:
+    """The session's vector cache, ``$MUSTER_HOME/vectors.sqlite``, which ``make test`` fills before
+    the workers start (scripts/warm_test_vectors.py): for tests that build benchmark stores and do
+    not test a cold cache, so each text is embedded once per session, not once per test."""
+    from muster_exact.cache.vectors import default_path
+
+    return default_path()
+
+
+@pytest.fixture(scope="session")
 def data() -> Path:
     root = data_root()
     if root is None:

@@ -141,9 +141,10 @@ QUESTION = "Where was Rex3?"
 
 
 def test_progress_is_lines_on_stderr_and_stdout_is_the_same_without_it(tmp_path) -> None:
-    # Over the embedder's step threshold: records of about 220 tokens, one to a native unit (the
-    # window, 256), so one piece each.
-    path = _records(tmp_path, progress.STEP_FROM + 40, words=100)
+    # Over the embedder's step threshold: records of about 135 tokens, over half the window (256),
+    # so one to a native unit and one piece each (the shortest records that are; embedding is what
+    # this test pays for, twice).
+    path = _records(tmp_path, progress.STEP_FROM + 40, words=60)
     shown = run_muster("query", str(path), QUESTION, "--json", env=_fresh_home(tmp_path, "a"))
     assert shown.returncode == 0, shown.stderr
     # stderr is a pipe here: plain lines (no redrawing), the embedder's start and end with its rate.
