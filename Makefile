@@ -50,9 +50,12 @@ browser:  ## Debian's chromium and chromedriver, for the results page's browser 
 	echo "== browser: Debian's chromium and chromium-driver (apt-get)"; \
 	apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver
 
+# The session's vector cache is filled before the workers start (scripts/warm_test_vectors.py), and
+# the tests run under the harness's own PYTHONHASHSEED=0, so the stage tests run it in-process
+# (tests/harness/conftest.py) with a run record that states the seed truly.
 test: install browser  ## the test suite (unit, integration, properties, the results page in chromium)
 	$(BIN)/python scripts/warm_test_vectors.py --data $(DATA)
-	MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
+	PYTHONHASHSEED=0 MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
 
 test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes
 	$(BIN)/python -m pytest tests/unit --numprocesses=auto --maxprocesses=4 --dist=loadfile

@@ -19,6 +19,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from muster_exact.derive.plan import MODES
 from muster_exact.memory import build, presets
 from muster_exact.rules import EXACT, NATIVE
 from muster_exact.verify.corpora import beam_stores, locomo_stores, mab_stores
@@ -86,7 +87,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--mode", choices=("native", "exact"))
+    parser.add_argument("--mode", choices=MODES)
     parser.add_argument("--cache", help="vector cache file (default: $MUSTER_HOME/vectors.sqlite)")
     parser.add_argument("--write", action="store_true", help=f"pin the result in {GOLDEN}")
     args = parser.parse_args()

@@ -10,6 +10,7 @@ from muster_exact.cli.reading import _cmd_derive, _cmd_fetch, _cmd_presets, _cmd
 from muster_exact.cli.serving import _cmd_http, _cmd_mcp
 from muster_exact.cli.writing import ERASE_PENDING_EXIT, _cmd_add, _cmd_forget, _cmd_info
 from muster_exact.core.version import __version__
+from muster_exact.derive.plan import MODES
 
 
 def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         'envelope {"format": "serial", "records": [...]}',
     )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.add_argument("--mode", choices=("native", "exact"), default="native")
+    p.add_argument("--mode", choices=MODES, default="native")
     p.add_argument(
         "--models",
         help="the plan a build with this profile (or model folder) uses: in native mode record-store "
@@ -95,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(every unit is embedded anew)",
     )
     p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
-    p.add_argument("--mode", choices=("native", "exact"), help="default: exact with a preset, else native")
+    p.add_argument("--mode", choices=MODES, help="default: exact with a preset, else native")
     p.add_argument(
         "--explain", action="store_true", help="add the plan, channel floors, rerank order, reasons"
     )

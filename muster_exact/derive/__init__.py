@@ -13,7 +13,7 @@ from muster_exact.core.errors import InputError, PlanError
 from muster_exact.derive import cut as cutting
 from muster_exact.derive import growth as growing
 from muster_exact.derive.detect import Detection, Tally, detect
-from muster_exact.derive.plan import Branch, Mode, Plan, Stats, Thresholds
+from muster_exact.derive.plan import MODES, Branch, Mode, Plan, Stats, Thresholds
 from muster_exact.text.records import Source, from_any
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,8 @@ class Derived:
 
 
 def _check_options(mode: str, record_budget: int, prose_budget: int, window: int | None = None) -> None:
-    if mode not in ("native", "exact"):
-        raise InputError(f"unknown mode {mode!r}; use 'native' or 'exact'")
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r}; use {' or '.join(map(repr, MODES))}")
     budgets = (("record_budget", record_budget), ("prose_budget", prose_budget), ("window", window))
     for name, value in budgets:
         if name == "window" and value is None:

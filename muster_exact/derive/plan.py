@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from muster_exact.channels import by_channel
 from muster_exact.core.errors import InputError, PlanError
@@ -26,8 +26,9 @@ READABLE_VERSIONS = (1, SCHEMA_VERSION)
 V1_FLOOR_CHANNELS = ("dense", "bm25", "graph")
 
 Branch = Literal["numbered_log", "record_store", "prose"]
-BRANCHES: tuple[Branch, ...] = ("numbered_log", "record_store", "prose")
+BRANCHES: tuple[Branch, ...] = get_args(Branch)
 Mode = Literal["native", "exact"]
+MODES: tuple[Mode, ...] = get_args(Mode)  # native first: the library's default
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,28 @@
-"""One finished contexts run of the tiny MemoryAgentBench store, shared by the run-file tests.
+"""The harness as the stage tests run it, and one finished run the run-file tests share.
 
-The run is built once per session (it loads the cpu-small embedder); each test copies it into a
-results folder of its own (``fresh``) and damages or locks that copy, so tests stay independent
-and every other harness call there refuses or resumes in a few seconds, without a model.
+:func:`run` is ``python -m harness ARGS`` in this process (Hydra's compose API on the same
+``conf/``, the same choice check, config check and stage, a typed error as the one line and exit
+code the app gives), so a stage test pays for no interpreter, no import and no model load, and
+stores built by one run serve the next. It falls back to a new process where this one cannot
+stand in for it: a multirun (``-m``), or a test process not running under PYTHONHASHSEED=0
+(``make test`` sets it, as the app does), since a run record states the seed.
+
+The shared run is built once per session (it loads the cpu-small embedder); each test copies it
+into a results folder of its own (``fresh``) and damages or locks that copy, so tests stay
+independent and every other harness call there refuses or resumes in a few seconds, without a
+model.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -47,14 +59,79 @@ def harness_env() -> dict[str, str]:
 
 
 def run_harness(root: Path, results: str, *overrides: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        harness_args(root, results, *overrides),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=harness_env(),
-        timeout=900,
-    )
+    return run(harness_args(root, results, *overrides)[3:], harness_env())
+
+
+def run(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m harness *args`` with ``env`` as its environment: in this process where it can
+    be (the module docstring), else in a new one."""
+    if "-m" in args or "--multirun" in args or os.environ.get("PYTHONHASHSEED") != "0":
+        command = [sys.executable, "-m", "harness", *args]
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=dict(env), timeout=900)
+    out, err = io.StringIO(), io.StringIO()
+    with _environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = _in_process(args)
+    return subprocess.CompletedProcess(["harness", *args], code, out.getvalue(), err.getvalue())
+
+
+def _in_process(args: list[str]) -> int:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from harness.app import STAGES, check_choices
+    from harness.checks import check
+    from harness.config import register
+    from harness.registries import CONF
+    from muster_exact.core.errors import MusterError
+
+    try:
+        check_choices(args)
+        register()
+        with initialize_config_dir(version_base="1.3", config_dir=str(CONF), job_name="harness"):
+            cfg = compose("config", overrides=args, return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)  # the run record reads the overrides from it
+        log_format = cfg.hydra.job_logging.formatters.simple.format
+        with open_dict(cfg):
+            del cfg["hydra"]
+        with _logging_to_stdout(log_format):
+            check(cfg)
+            STAGES.get(cfg.stage.name)(cfg, REPO)
+    except MusterError as exc:  # as harness.app answers it: one line, the error's exit code
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+@contextlib.contextmanager
+def _logging_to_stdout(log_format: str) -> Iterator[None]:
+    """The app's log lines on stdout, as its Hydra logging config (``hydra/job_logging: stdout``)
+    writes them, for the block."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter(log_format))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` as this process's environment for the block (PYTHONHASHSEED kept: it is this
+    process's own), then the old one back."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update({**env, "PYTHONHASHSEED": saved["PYTHONHASHSEED"]})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def reader(base_url: str, model: str) -> list[str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.harness.conftest import run
 from tests.harness.fake_llm import Behaviour, FakeLLM
 from tests.harness.tiny_data import write_manifest
 
@@ -73,9 +74,7 @@ def harness(
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHASHSEED", "MUSTER_TEST_KEY")}
     if key is not None:
         env["MUSTER_TEST_KEY"] = key
-    return subprocess.run(
-        command(root, benchmark, *overrides), capture_output=True, text=True, cwd=REPO, env=env, timeout=900
-    )
+    return run(command(root, benchmark, *overrides)[3:], env)
 
 
 def only(root: Path, pattern: str) -> Path:

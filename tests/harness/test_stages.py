@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.harness.conftest import run
 from tests.harness.tiny_data import write_manifest
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,7 @@ def harness(
         f"stage.progress={str(progress).lower()}",
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}  # the app sets it itself
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
+    return run(command[3:], env)
 
 
 def contexts_file(root: Path, benchmark: str, system: str = "muster", results: str = "runs") -> Path:
