@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 
 install: $(STAMP)  ## venv: the library with its model extras, dev tools, the tokenizer file
 
-# The results page's browser test (tests/integration/test_report_page.py) opens the page in Debian's
+# The results page's browser test (tests/harness/test_report_page.py) opens the page in Debian's
 # chromium through chromedriver; `make test` installs both when missing and fails that test without them.
 browser:  ## Debian's chromium and chromedriver, for the results page's browser test (apt-get, as root)
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
@@ -58,7 +58,7 @@ test: install browser  ## the test suite (unit, integration, properties, the res
 	PYTHONHASHSEED=0 MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
 
 test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes
-	$(BIN)/python -m pytest tests/unit --numprocesses=auto --maxprocesses=4 --dist=loadfile
+	$(BIN)/python -m pytest -m fast --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
 check: install  ## lint, format check, types, and the reference (docs/api.md) built --strict
 	$(BIN)/ruff check muster muster_exact harness scripts tests examples

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import muster_exact
 
-# `X as X`: re-exported, the same objects as muster_exact's (tests/unit/test_muster_package.py).
+# `X as X`: re-exported, the same objects as muster_exact's (tests/package/test_muster_package.py).
 from muster_exact import DataError as DataError
 from muster_exact import DeclaredError as DeclaredError
 from muster_exact import Derived as Derived

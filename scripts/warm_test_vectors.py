@@ -5,7 +5,7 @@ Tests that read benchmark stores without testing a cold cache read the session's
 them, and a test that fills the cache alone runs long at the end of the session; embedding them
 here first, once, with both cores, leaves every such test reading. The stores are the ones those
 tests build: the determinism golden's (every preset family, both rule sets: its own builds) and
-the eight FactConsolidation stores under ``mab.u10`` (tests/integration/test_supersession.py).
+the eight FactConsolidation stores under ``mab.u10`` (tests/memory/test_supersession.py).
 Vectors depend on the text alone (not the CPU, the batch or the process: tests/integration/
 test_determinism.py), so reading them changes no context. Without the data it does nothing.
 

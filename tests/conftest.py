@@ -25,13 +25,13 @@ def data_root() -> Path | None:
 LONGEST_FIRST = (
     "tests/harness/test_stages.py",
     "tests/harness/test_answer_judge.py",
-    "tests/integration/test_supersession.py",
-    "tests/integration/test_store.py",
-    "tests/integration/test_determinism.py",
-    "tests/integration/test_memory.py",
+    "tests/memory/test_supersession.py",
+    "tests/store/test_store.py",
+    "tests/memory/test_determinism.py",
+    "tests/memory/test_memory.py",
     "tests/harness/test_verify_contexts.py",
     "tests/serve/test_http.py",
-    "tests/unit/test_bm25.py",
+    "tests/channels/test_bm25.py",
     "tests/harness/test_run_files.py",
 )
 

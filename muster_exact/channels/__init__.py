@@ -8,7 +8,7 @@ class that is a :class:`~muster_exact.channels.given.BuiltChannel`: built from
 a cut, grown, re-ruled, and ``propose(query, k) -> Proposals``) and one
 ``CHANNELS`` entry here; a memory builds it where its rules name it
 (``Rules.channels``), and plans, floors, explain output and the ablations
-then speak of it by its name (``tests/integration/test_channel_example.py``).
+then speak of it by its name (``tests/channels/test_channel_example.py``).
 """
 
 from __future__ import annotations

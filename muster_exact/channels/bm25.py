@@ -5,7 +5,7 @@ a posting list per term in numpy, so a query touches only the units that hold
 its terms, and a unit's terms are analysed once per text (a :class:`Memo`
 carries them to the next build of a growing store).
 
-The figures are rank-bm25's, float for float (tests/unit/test_bm25.py holds
+The figures are rank-bm25's, float for float (tests/channels/test_bm25.py holds
 them equal on every benchmark store):
 
 * idf = log(N - df + 0.5) - log(df + 0.5), each log by ``math.log``;

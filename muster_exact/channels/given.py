@@ -7,7 +7,7 @@ keeps. :class:`BuiltChannel` is the whole of a channel's side: ``build`` from a
 cut, ``grown`` when the store gains records (units before ``keep`` unchanged),
 ``ruled`` under other query-time rules, and ``propose``. ``Memory`` loops over
 the channels and never reaches into one; a fourth channel is its module and
-its ``CHANNELS`` entry (``tests/integration/test_channel_example.py`` adds one).
+its ``CHANNELS`` entry (``tests/channels/test_channel_example.py`` adds one).
 """
 
 from __future__ import annotations

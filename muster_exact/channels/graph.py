@@ -217,7 +217,7 @@ class _WalkSteps:
     ``to_parents(x)[p]`` the sum over p's edges of ``x[entity]``. Each sum runs over its edges in
     the order a ``bincount`` over the sorted edge list adds them (a CSR row holds its columns in
     increasing order, and the edges are sorted by parent, then entity), from 0.0, one product at
-    a time. So the mass is bit for bit what the bincount walk gave (tests/unit/test_graph_walk.py
+    a time. So the mass is bit for bit what the bincount walk gave (tests/channels/test_graph_walk.py
     holds it to that walk), with no per-edge gather of the mass: at 10M tokens the channel's query
     went from 156 to 39 ms p50 (results/bench/scale.md).
     """

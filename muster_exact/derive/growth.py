@@ -1,6 +1,6 @@
 """Growing a cut (:mod:`muster_exact.derive.cut`): a store that gains records is cut again only from
 the first unit the new records change; the units before it stay as they were. What a fresh cut
-of all the records gives, unit for unit (tests/unit/test_growth.py)."""
+of all the records gives, unit for unit (tests/derive/test_growth.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ The two paths' float64 results differ in their last bits (other kernels, other s
 orders), far below the float32 rounding, so the rounded vectors are almost always the same bits:
 on the reproduced benchmark stores 7 of 67,025 pieces have one of their 384 components one
 float32 step (ulp) apart, and no pinned context moved (``results/bench/vectors.md``;
-``tests/integration/test_numpy_bert.py`` holds every component within one step). They share one
+``tests/models/test_numpy_bert.py`` holds every component within one step). They share one
 ``model_id`` and so one vector cache.
 
 Which models it runs (:func:`runs_on_numpy`): a sentence-transformers directory of a plain

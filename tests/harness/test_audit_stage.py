@@ -98,7 +98,7 @@ def test_the_audit_reports_false_accepts_beside_real_scores(data: Path, tmp_path
 
 def test_published_outputs_are_rescored_offline(data: Path, tmp_path: Path) -> None:
     """stage=published: the accuracy the published files imply (figures pinned in
-    tests/integration/test_audit_outputs.py), as the harness writes them."""
+    tests/harness/test_audit_outputs.py), as the harness writes them."""
     run_stage(data, tmp_path)
     rows = {(r["file"], r["how"]): r for r in csv.DictReader((tmp_path / "audit" / "published.csv").open())}
     assert float(rows[("fc-gpt-4o-mini-cot", "mean")]["all"]) == 0.7989

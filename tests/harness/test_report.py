@@ -1,7 +1,7 @@
 """The results page (harness/report/page.py) on small synthetic inputs, without a browser: a missing
 input is a note in its section, the verdicts get their colour classes, the plots one series per
 system, the reproduction record its hashes and the CPU replay callout, and the same inputs give
-the same bytes. tests/integration/test_report_page.py opens the real page in chromium."""
+the same bytes. tests/harness/test_report_page.py opens the real page in chromium."""
 
 from __future__ import annotations
 
