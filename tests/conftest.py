@@ -18,21 +18,21 @@ def data_root() -> Path | None:
     return root if root.is_dir() else None
 
 
-# The longest modules on a fresh clone (empty vector cache), longest first: their time in a
-# `make test` of a fresh clone (`--durations`, docs/decisions/0062-test-time-both-cores.md).
+# The longest modules on a fresh clone, longest first: their time in a `make test` of a fresh clone
+# (results/bench/test_durations.md, docs/decisions/0062-test-time-both-cores.md).
 # `make test` keeps this order (--no-loadscope-reorder; xdist would otherwise start the files
 # with the most tests).
 LONGEST_FIRST = (
-    "tests/harness/test_stages.py",
-    "tests/harness/test_answer_judge.py",
-    "tests/memory/test_supersession.py",
     "tests/store/test_store.py",
     "tests/memory/test_determinism.py",
+    "tests/models/test_numpy_bert.py",
+    "tests/cli/test_cli.py",
+    "tests/memory/test_supersession.py",
     "tests/memory/test_memory.py",
-    "tests/harness/test_verify_contexts.py",
     "tests/serve/test_http.py",
+    "tests/harness/test_reproduce.py",
+    "tests/harness/test_longmemeval.py",
     "tests/channels/test_bm25.py",
-    "tests/harness/test_run_files.py",
 )
 
 
