@@ -17,11 +17,12 @@ from collections.abc import Iterator
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.beam import scorer
+from harness.benchmarks.beam.prompts import official as read_official_prompts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
 from harness.llm.judging import Request
 from harness.pinned import PinnedFiles
-from harness.prompts import PromptSet, official
+from harness.prompts import PromptSet
 from muster_exact.verify.corpora import BEAM_DIR, BenchmarkStore, beam_chat_file, beam_stores
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class BEAM(BenchmarkBase):
         yield from beam_stores(root, scales)
 
     def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
-        return official.beam(pinned)
+        return read_official_prompts(pinned)
 
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
         base = {"question": question["question"], "answer": answer}

@@ -15,11 +15,12 @@ from collections.abc import Iterator
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.locomo import audit, scorer
+from harness.benchmarks.locomo.prompts import official as read_official_prompts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
 from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics
 from harness.pinned import PinnedFiles
-from harness.prompts import PromptSet, Template, official
+from harness.prompts import PromptSet, Template
 from muster_exact.verify.corpora import LOCOMO, BenchmarkStore, Question, locomo_stores
 
 FILE = str(LOCOMO)
@@ -50,7 +51,7 @@ class LoCoMo(BenchmarkBase):
         return super().answer_template(prompts, question)
 
     def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
-        return official.locomo(pinned)
+        return read_official_prompts(pinned)
 
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
         if question["category"] == ADVERSARIAL:  # scored by its phrase check, never by the judge

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.locomo_refined import scorer
+from harness.benchmarks.locomo_refined.prompts import official as read_official_prompts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot
 from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics
 from harness.pinned import PinnedFiles
-from harness.prompts import PromptSet, official
+from harness.prompts import PromptSet
 from muster_exact.verify.corpora import (
     LOCOMO_REFINED_QUESTIONS,
     LOCOMO_REFINED_RAW,
@@ -36,7 +37,7 @@ class LoCoMoRefined(BenchmarkBase):
         return locomo_refined_stores(data.path(RAW), data.path(QUESTIONS))
 
     def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
-        return official.locomo_refined(pinned)
+        return read_official_prompts(pinned)
 
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
         golds = json.dumps(list(question["gold"]), ensure_ascii=False)

@@ -23,11 +23,12 @@ from typing import Any
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.mab import scorer
+from harness.benchmarks.mab.prompts import official as read_official_prompts
 from harness.config import BenchmarkConfig
 from harness.data import DataRoot, sha256_file
 from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics, yes_no_request
 from harness.pinned import PinnedFiles
-from harness.prompts import PromptSet, Template, official
+from harness.prompts import PromptSet, Template
 from muster_exact.core.errors import DataError
 from muster_exact.text.records import from_text
 from muster_exact.verify.corpora import MAB_CONFLICT, BenchmarkStore, Question, mab_questions, mab_stores
@@ -51,7 +52,7 @@ class MemoryAgentBench(BenchmarkBase):
         return super().answer_template(prompts, question)
 
     def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
-        return official.mab(pinned)
+        return read_official_prompts(pinned)
 
     def judge_requests(self, question: Judged, answer: str, corrected: str | None = None) -> list[Request]:
         if scorer.llm_judge(question["category"]) != "yes_no":
