@@ -207,7 +207,7 @@ def main() -> None:
     )
     header = ["# build and query benchmark (cpu-small)", "", provenance, ""]
     data = {"stores": measured, "cli_query": cli}
-    write_bench(args.out, "\n".join(header + body), provenance, points(measured), data)
+    write_bench(args.out, "\n".join(header + body), data, points(measured))
     print(f"wrote {args.out} and {bench_json(args.out)}")
 
 

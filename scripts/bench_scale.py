@@ -602,9 +602,7 @@ def main() -> None:
             result.update(run_child(kind, level, args))
         levels.append(result)
         say(f"{level}: done")
-    text = report(levels)
-    measured = next(line for line in text.splitlines() if line.startswith("Measured"))
-    write_bench(args.out, text, measured, points(levels), {"levels": levels})
+    write_bench(args.out, report(levels), {"levels": levels}, points(levels))
     say(f"wrote {args.out} and {bench_json(args.out)}")
 
 

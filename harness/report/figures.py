@@ -54,16 +54,17 @@ def bench_json(markdown: Path) -> Path:
     return markdown.with_suffix(".json")
 
 
-def write_bench(markdown: Path, text: str, measured: str, points: StoreSizes, data: Any) -> None:
-    """A bench's Markdown, and beside it its figures as JSON: the points against store size the
-    results page plots, ``measured`` (the provenance line) and the script's raw ``data``. The
-    page reads the JSON, never the Markdown."""
+def write_bench(markdown: Path, text: str, data: Any, points: StoreSizes | None = None) -> None:
+    """A bench's Markdown ``text``, and beside it the same run as JSON: its provenance line (the
+    text's ``Measured ...`` line), the script's raw ``data``, and the points against store size
+    the results page plots (none for most benches). The page reads the JSON, never the Markdown."""
+    points = points or StoreSizes({}, {}, [])
     markdown.parent.mkdir(parents=True, exist_ok=True)
     markdown.write_text(text, encoding="utf-8")
     record = {
         "schema": BENCH_SCHEMA,
         "markdown": markdown.name,
-        "measured": measured,
+        "measured": next((line for line in text.splitlines() if line.startswith("Measured")), ""),
         "build": points.build,
         "query": points.query,
         "skipped": points.skipped,

@@ -193,8 +193,8 @@ def test_timings_bench_and_audit_are_read_when_present(sources: report.Sources) 
         "system,build_s,query_ms_p50,run\nmuster,1.5,20.25,runs/x\n",
     )
     bench = sources.tables / "bench"
-    figures.write_bench(bench / "query.md", "# bench\n", "Measured today by `x`.", QUERY_POINTS, None)
-    figures.write_bench(bench / "scale.md", "# scale\n", "Measured before", SCALE_POINTS, {"levels": []})
+    figures.write_bench(bench / "query.md", "# bench\n\nMeasured today by `x`.\n", None, QUERY_POINTS)
+    figures.write_bench(bench / "scale.md", "# scale\n\nMeasured before\n", {"levels": []}, SCALE_POINTS)
     write(sources.tables / "audit" / "published.csv", "file,how,all\nfc-x,majority,0.75\n")
     write(
         sources.tables / "audit" / "published.md",
@@ -288,10 +288,11 @@ def test_the_page_reads_the_committed_bench_json_and_its_points_match_the_markdo
 
 def test_a_bench_file_is_written_and_read_back(tmp_path) -> None:
     points = figures.StoreSizes({"build (x.md)": [(1000.0, 2.5)]}, {"query p50 (x.md)": [(1000.0, 9.0)]}, [])
-    figures.write_bench(tmp_path / "x.md", "# x\n", "Measured now", points, {"raw": [1, 2]})
+    figures.write_bench(tmp_path / "x.md", "# x\n\nMeasured now\n", {"raw": [1, 2]}, points)
     read = figures.StoreSizes({}, {}, [])
     assert figures.read_bench(tmp_path / "x.json", read) == "Measured now"
-    assert read == points and (tmp_path / "x.md").read_text() == "# x\n"
+    assert read == points and (tmp_path / "x.md").read_text() == "# x\n\nMeasured now\n"
+    assert json.loads((tmp_path / "x.json").read_text())["data"] == {"raw": [1, 2]}
     (tmp_path / "x.json").write_text('{"schema": 0}')
     with pytest.raises(ValueError, match="not a bench file of schema 1"):
         figures.read_bench(tmp_path / "x.json", read)
