@@ -11,6 +11,20 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _threads_per_worker() -> None:
+    """One share of the cores per pytest-xdist worker, before numpy or torch is loaded (they read
+    these at load time; subprocesses inherit them). Each library otherwise starts one thread per
+    core in every worker: two workers on two cores then run four busy threads, and the same test
+    took 126 s for two concurrent runs instead of 30 s (docs/decisions/0137-test-threads.md)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+
+
+_threads_per_worker()
+
+
 def data_root() -> Path | None:
     """The benchmark data: $MUSTER_DATA, else ../shared/data beside the checkout."""
     env = os.environ.get("MUSTER_DATA")
