@@ -17,9 +17,12 @@ without the flag it is 404.
 A web page can make a browser send requests to a server on 127.0.0.1, so a
 :class:`Guard` in front of every route refuses what only a browser tricked by
 a page sends: a ``Host`` that is not a name of this server (421: a rebound DNS
-name), a cross-origin ``Origin`` (403), and a body that is not
-``Content-Type: application/json`` (415: HTML forms cannot send that type
-without the page asking first). With a token (``$MUSTER_HTTP_TOKEN``, or
+name), a cross-origin ``Origin`` (403), and, from a page (an ``Origin``
+header), a write whose body is not ``Content-Type: application/json`` (415:
+HTML forms cannot send that type without the page asking first). A browser
+sends ``Origin`` with every write a page makes, so a write without one comes
+from a program (``curl -d '{...}'``, the seed README's lines): its body is read
+as JSON whatever its type, and only a body that is not JSON is 415. With a token (``$MUSTER_HTTP_TOKEN``, or
 ``--token``) every route but ``/healthz`` needs ``Authorization: Bearer
 <token>`` (401). A body over the limit is 413 before it is read. Field values
 are validated by the library (the backend), not here, so HTTP, MCP and the
@@ -66,6 +69,8 @@ DEFAULT_PORT = 8765
 OPEN_PATHS = ("/healthz",)
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+JSON = "application/json"
+NOT_JSON = "send the body as JSON, with the header 'Content-Type: application/json'"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -170,7 +175,8 @@ _READS_OF_THE_ADDED = {
 class Guard:
     """Pure ASGI, in front of everything, answering before any route runs: 421 for a Host that is
     not this server's, 403 for a cross-origin request, 401 without the token, 413 over the body
-    limit, 415 for a write whose body is not JSON."""
+    limit, 415 for a write whose body is not JSON (by its type from a page, by its bytes from a
+    program: :func:`_as_json`)."""
 
     def __init__(
         self,
@@ -203,6 +209,10 @@ class Guard:
         body = await self._body(receive, send)
         if body is None:
             return
+        scope = _as_json(scope, headers, body)
+        if scope is None:
+            await _send_json(send, 415, NOT_JSON)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -232,8 +242,8 @@ class Guard:
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_body:
             return 413, f"body over the limit of {self.max_body:,} bytes", {}
-        if scope["method"] in WRITE_METHODS and _media_type(headers) != "application/json":
-            return 415, "send the body as JSON, with the header 'Content-Type: application/json'", {}
+        if scope["method"] in WRITE_METHODS and b"origin" in headers and _media_type(headers) != JSON:
+            return 415, NOT_JSON, {}  # before the body is read: a page's form never reaches a route
         return None
 
     def _same_or_allowed(self, origin: str, host: str) -> bool:
@@ -273,6 +283,20 @@ def _hostname(host: str) -> str:
 
 def _media_type(headers: dict[bytes, bytes]) -> str:
     return headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+
+
+def _as_json(scope: Scope, headers: dict[bytes, bytes], body: bytes) -> Scope | None:
+    """The write as the routes read it: as sent when it says JSON; from a program (no ``Origin``:
+    a page's write always has one, and :meth:`Guard._refusal` checked it) with a body that parses
+    as JSON, the same request marked ``application/json``; None (415) when the body is not JSON."""
+    if _media_type(headers) == JSON:
+        return scope
+    try:
+        json.loads(body)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    marked = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-type"]
+    return {**scope, "headers": [*marked, (b"content-type", JSON.encode())]}
 
 
 def token_of(given: str | None) -> str | None:
