@@ -209,8 +209,8 @@ class Guard:
         body = await self._body(receive, send)
         if body is None:
             return
-        scope = _as_json(scope, headers, body)
-        if scope is None:
+        as_json = _as_json(scope, headers, body)
+        if as_json is None:
             await _send_json(send, 415, NOT_JSON)
             return
         replayed = False
@@ -222,7 +222,7 @@ class Guard:
             replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+        await self.app(as_json, replay, send)
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str, dict[str, str]] | None:
         """Why this request is refused before it is read (status, message, extra headers), or None."""
