@@ -6,11 +6,13 @@ import argparse
 from typing import Any
 
 from muster_exact.cli.checking import _cmd_verify_contexts, _cmd_verify_cuts
+from muster_exact.cli.managing import _cmd_export, _cmd_import, _cmd_list, _cmd_update
 from muster_exact.cli.reading import _cmd_derive, _cmd_fetch, _cmd_presets, _cmd_query
 from muster_exact.cli.serving import _cmd_http, _cmd_mcp
 from muster_exact.cli.writing import ERASE_PENDING_EXIT, _cmd_add, _cmd_forget, _cmd_info
 from muster_exact.core.version import __version__
 from muster_exact.derive.plan import MODES
+from muster_exact.store.dump import DEFAULT_PAGE
 
 
 def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:
@@ -36,6 +38,12 @@ def _input_limit_option(p: argparse.ArgumentParser) -> None:
         help=f"refuse an input file or stdin over N bytes (default: ${MAX_INPUT_ENV}, else "
         f"{DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
     )
+
+
+def _store_options(p: argparse.ArgumentParser, store_help: str) -> None:
+    p.add_argument("--store", required=True, help=store_help)
+    p.add_argument("--namespace", default="default")
+    p.set_defaults(preset=None, models=None)
 
 
 def _quiet_option(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
@@ -134,6 +142,53 @@ def build_parser() -> argparse.ArgumentParser:
     _models_option(p, "reads use (its tokenizer keys the cached vectors)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_cmd_forget)
+
+    p = commands.add_parser(
+        "update",
+        help="replace one record in place (same id, same place); its old text is erased as forget erases",
+        description="Replace the record ID with TEXT (and --speaker, --time, --metadata), or with "
+        f"--record JSON. Exit 0: done; {ERASE_PENDING_EXIT}: updated, but another connection's read "
+        "keeps the old text on disk until the store's next open or write; 2: refused.",
+    )
+    p.add_argument("id", metavar="ID", help="the record's id (muster list shows them)")
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the new text")
+    p.add_argument("--speaker")
+    p.add_argument("--time")
+    p.add_argument("--metadata", metavar="JSON", help="any JSON value, kept with the record")
+    p.add_argument("--record", metavar="JSON", help='the whole record: {"text": ..., "speaker": ...}')
+    _store_options(p, "the store file (never created)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_cmd_update)
+
+    p = commands.add_parser("list", help="a page of a namespace's records, in the order they were added")
+    _store_options(p, "the store file (never created)")
+    p.add_argument(
+        "--limit", type=int, default=DEFAULT_PAGE, help=f"records on the page (default: {DEFAULT_PAGE})"
+    )
+    p.add_argument("--offset", type=int, default=0, help="records to skip first (default: 0)")
+    p.add_argument(
+        "--json", action="store_true", help="one export line per record (id, fields, metadata, request id)"
+    )
+    p.set_defaults(run=_cmd_list, preset=None, models=None)
+
+    p = commands.add_parser(
+        "export", help="every record of a store as JSON lines (stdout), for muster import or a backup"
+    )
+    p.add_argument("--store", required=True, help="the store file (never created)")
+    p.add_argument("--namespace", help="only this namespace (default: every namespace of the file)")
+    p.set_defaults(run=_cmd_export, preset=None, models=None)
+
+    p = commands.add_parser(
+        "import",
+        help="add the records of a muster export; importing the same dump twice adds nothing",
+        description="Each line goes to its own namespace; a record already there as in the dump is "
+        "skipped; an id held with another record refuses the whole import (nothing is written).",
+    )
+    p.add_argument("file", nargs="?", default="-", help="the dump (JSON lines); - for stdin")
+    p.add_argument("--store", required=True, help="the store file (created when missing)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _input_limit_option(p)
+    p.set_defaults(run=_cmd_import, namespace="default", preset=None, models=None)
 
     p = commands.add_parser("info", help="a store's namespaces, head and plan")
     p.add_argument("--store", required=True)

@@ -50,8 +50,9 @@ def _cmd_http(args: argparse.Namespace) -> int:
 
     require("fastapi", "'muster-memory[http]'")
     from muster_exact.serve import http
+    from muster_exact.serve.guard import token_of
 
-    token = http.token_of(args.token)
+    token = token_of(args.token)
     sock = http.listen(args.host, args.port)  # a bad or busy port fails here, before the store is opened
     try:
         backend = _backend(args)

@@ -59,13 +59,17 @@ def _cmd_forget(args: argparse.Namespace) -> int:
             f"{head['records']} records, head {head['sha256'][:12]})"
         )
     if result["erase_pending"]:
-        print(
-            "muster: erase pending: the records are deleted, but their text stays on disk while another "
-            "connection reads; it is erased on the store's next open or write (`muster info` shows it)",
-            file=sys.stderr,
-        )
+        print(erase_pending_note("their text"), file=sys.stderr)
         return ERASE_PENDING_EXIT
     return 0
+
+
+def erase_pending_note(what: str) -> str:
+    """What forget and update say on stderr when the erase is pending (exit ``ERASE_PENDING_EXIT``)."""
+    return (
+        f"muster: erase pending: the change is made, but {what} stays on disk while another "
+        "connection reads; it is erased on the store's next open or write (`muster info` shows it)"
+    )
 
 
 def _cmd_info(args: argparse.Namespace) -> int:

@@ -66,6 +66,11 @@ class ErasePending(StoreError):
         self.result = result
 
 
+class RequestConflict(InputError):
+    """A request id used before, now with a different body: the new records are not written (the
+    same body again is a replay, which writes nothing and returns the first result)."""
+
+
 class DeclaredError(InputError):
     """A declared record input cannot be read: an unknown format, records that are not a list, an
     envelope with a missing or unknown field, a record that is only a serial prefix."""

@@ -67,7 +67,7 @@ class Context(Readable):
     text: str
     blocks: tuple[Block, ...]
     tokens: int
-    plan: Plan
+    plan: Plan | None  # None: the empty context of a store with no records
     provenance: tuple[Provenance, ...] = field(default=())
     timings: dict[str, float] = field(default_factory=dict, compare=False)
 

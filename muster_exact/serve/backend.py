@@ -1,4 +1,5 @@
-"""The one backend every server and integration calls: remember, recall, search, forget, info.
+"""The one backend every server and integration calls: remember, recall, search, forget, update,
+records, export, info.
 
 Each operation takes the values a caller sent, exactly as sent (no server
 coerces or defaults them first), validates them with the library's own
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +38,9 @@ from muster_exact.store import (
     check_namespace,
     check_unicode,
 )
-from muster_exact.store.results import EMPTY_HEAD, no_record
-from muster_exact.store.validation import checked_delete, validate
+from muster_exact.store.dump import DEFAULT_PAGE, checked_page, dumped
+from muster_exact.store.results import EMPTY_HEAD, UpdateResult, no_record
+from muster_exact.store.validation import checked_delete, checked_id, validate
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
 DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
@@ -190,6 +192,39 @@ class Backend:
             nothing = DeleteResult((), self._head_of(None, namespace), 0, 0)
             return {**nothing.to_dict(), "erase_pending": False}
 
+    def update(self, record_id: Any, record: Any, namespace: Any = None) -> dict[str, Any]:
+        """Replace one record in place (:meth:`Store.update`), its old text erased as ``forget``
+        erases it; ``erase_pending`` as :func:`forget_in` says it. A namespace the file does not
+        hold is not created: the id is refused as missing."""
+        record_id = checked_id(record_id, "the record id")
+        with self._using(namespace, create=False) as store:
+            if store is None:
+                validate([record])  # a bad record is refused as it is for a namespace that exists
+                raise no_record(
+                    record_id, self.namespace if namespace is None else namespace, "nothing updated"
+                )
+            return update_in(store, record_id, record)
+
+    def records(self, namespace: Any = None, limit: Any = DEFAULT_PAGE, offset: Any = 0) -> dict[str, Any]:
+        """A page of a namespace's records in stored order (:meth:`Store.list_records`) and the
+        namespace's head (``total``: its record count); none for a namespace never written."""
+        limit, offset = checked_page(limit, offset)
+        with self._using(namespace, create=False) as store:
+            head = self._head_of(store, namespace)
+            rows = [] if store is None else store.list_records(limit, offset)
+        return {
+            "records": rows,
+            "limit": limit,
+            "offset": offset,
+            "total": head.records,
+            "head": head.to_dict(),
+        }
+
+    def export(self, namespace: Any = None) -> list[str]:
+        """A namespace's export lines (:mod:`muster_exact.store.dump`), read in one snapshot."""
+        with self._using(namespace, create=False) as store:
+            return [] if store is None else [dumped(line) for line in store.export(every_namespace=False)]
+
     def info(self, namespace: Any = None, *, namespaces: bool = True) -> dict[str, Any]:
         """This namespace's head, its plan (when it has records), the models reads use and, unless
         ``namespaces=False`` (a caller who may not list them), the file's namespaces."""
@@ -296,10 +331,20 @@ def forget_in(store: Store, ids: Sequence[str] | None, request_id: str | None) -
     store's next open or write. It is a result, not an error (a retry would find nothing to
     delete); each surface says it its own way (HTTP 202, the CLI's exit 3).
     """
+    return erasing(lambda: store.delete(ids, request_id=request_id))
+
+
+def update_in(store: Store, record_id: Any, record: Any) -> dict[str, Any]:
+    """:meth:`Store.update` as every surface answers it: the result, and ``erase_pending``."""
+    return erasing(lambda: store.update(record_id, record))
+
+
+def erasing(write: Callable[[], DeleteResult | UpdateResult]) -> dict[str, Any]:
+    """A write that erases text (a delete, an update), answered with ``erase_pending``."""
     try:
-        result = store.delete(ids, request_id=request_id)
+        result = write()
     except ErasePending as exc:
-        assert isinstance(exc.result, DeleteResult)
+        assert isinstance(exc.result, (DeleteResult, UpdateResult))
         return {**exc.result.to_dict(), "erase_pending": True}
     return {**result.to_dict(), "erase_pending": False}
 

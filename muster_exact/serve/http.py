@@ -5,7 +5,8 @@
     curl -s localhost:8765/v1/context -H 'Content-Type: application/json' -d '{"query":"Where is the mug?"}'
 
 Routes: ``POST /v1/add``, ``POST /v1/context``, ``POST /v1/search``,
-``POST /v1/delete``, ``GET /v1/info``, ``GET /healthz``; the OpenAPI document
+``POST /v1/delete``, ``PUT /v1/records/{id}``, ``GET /v1/records``,
+``GET /v1/export``, ``GET /v1/info``, ``GET /healthz``; the OpenAPI document
 at ``/openapi.json``. Binds 127.0.0.1 unless told otherwise. A delete is a
 write like an add (the same guard, the same token); it answers 200 when the
 text is gone from every file, and 202 with the same body (``erase_pending:
@@ -34,20 +35,17 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import json
 import logging
-import os
-import secrets
 import socket
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-from muster_exact.core.errors import InputError, MusterError, ResourceMissing
+from muster_exact.core.errors import InputError, MusterError, RequestConflict, ResourceMissing
 from muster_exact.core.limits import (
     DEFAULT_MAX_BODY,
     MAX_ID_CHARS,
@@ -60,22 +58,14 @@ from muster_exact.core.optional import MissingExtra
 from muster_exact.core.version import __version__
 from muster_exact.derive.declared import FORMATS
 from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError
+from muster_exact.serve.guard import Guard
 from muster_exact.store import StoreError
+from muster_exact.store.dump import DEFAULT_PAGE
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-OPEN_PATHS = ("/healthz",)
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-JSON = "application/json"
-NOT_JSON = "send the body as JSON, with the header 'Content-Type: application/json'"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 # --- request bodies: the shape here, the values in the library ----------------------------
@@ -144,6 +134,14 @@ class QueryIn(BaseModel):
     namespace: Name = None
 
 
+class UpdateIn(BaseModel):
+    """The record that replaces the one the path names (its id stays)."""
+
+    model_config = ConfigDict(extra="forbid")
+    record: Annotated[Any, WithJsonSchema(_RECORD)]
+    namespace: Name = None
+
+
 class DeclaredIn(BaseModel):
     """A declared-record envelope (``format``, ``records``) and a query; nothing is stored."""
 
@@ -169,161 +167,13 @@ _READS_OF_THE_ADDED = {
 }
 
 
-# --- the guard: host, origin, token, body size, content type ------------------------------
-
-
-class Guard:
-    """Pure ASGI, in front of everything, answering before any route runs: 421 for a Host that is
-    not this server's, 403 for a cross-origin request, 401 without the token, 413 over the body
-    limit, 415 for a write whose body is not JSON (by its type from a page, by its bytes from a
-    program: :func:`_as_json`)."""
-
-    def __init__(
-        self,
-        app: Any,
-        token: str | None,
-        max_body: int,
-        hosts: Iterable[str] = (),
-        origins: Iterable[str] = (),
-    ) -> None:
-        self.app = app
-        self.token = None if token is None else check_token(token, "the token").encode("ascii")
-        self.max_body = max_body
-        self.hosts = {h.lower() for h in (*LOCAL_HOSTS, *hosts)}
-        self.origins = {o.lower().rstrip("/") for o in origins}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers: dict[bytes, bytes] = {}
-        for key, value in scope.get("headers", []):
-            headers.setdefault(key.lower(), value)  # the first of a repeated header
-        refusal = self._refusal(scope, headers)
-        if refusal is not None:
-            await _send_json(send, *refusal)
-            return
-        if scope["method"] not in WRITE_METHODS:
-            await self.app(scope, receive, send)
-            return
-        body = await self._body(receive, send)
-        if body is None:
-            return
-        as_json = _as_json(scope, headers, body)
-        if as_json is None:
-            await _send_json(send, 415, NOT_JSON)
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(as_json, replay, send)
-
-    def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str, dict[str, str]] | None:
-        """Why this request is refused before it is read (status, message, extra headers), or None."""
-        host = headers.get(b"host", b"").decode("latin-1")
-        if _hostname(host) not in self.hosts:
-            return 421, f"Host {host!r} is not a name of this server; start it with --allow-host NAME", {}
-        origin = headers.get(b"origin")
-        if origin is not None and not self._same_or_allowed(origin.decode("latin-1"), host):
-            return (
-                403,
-                f"cross-origin request from {origin.decode('latin-1')!r} refused; "
-                "start the server with --allow-origin ORIGIN to allow it",
-                {},
-            )
-        if self.token and scope["path"] not in OPEN_PATHS and not self._authorised(headers):
-            return 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}
-        declared = headers.get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_body:
-            return 413, f"body over the limit of {self.max_body:,} bytes", {}
-        if scope["method"] in WRITE_METHODS and b"origin" in headers and _media_type(headers) != JSON:
-            return 415, NOT_JSON, {}  # before the body is read: a page's form never reaches a route
-        return None
-
-    def _same_or_allowed(self, origin: str, host: str) -> bool:
-        origin = origin.lower().rstrip("/")
-        return origin == f"http://{host.lower()}" or origin in self.origins
-
-    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
-        # Bytes, not text: a header may carry any byte, and compare_digest takes only ASCII text.
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        return scheme.lower() == b"bearer" and secrets.compare_digest(given.strip(), self.token or b"")
-
-    async def _body(self, receive: Receive, send: Send) -> bytes | None:
-        """The whole body (it is bounded), so an oversized one never reaches a route; None when the
-        request was answered (413) or the client went away."""
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_body:
-                await _send_json(send, 413, f"body over the limit of {self.max_body:,} bytes")
-                return None
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
-
-def _hostname(host: str) -> str:
-    """The name in a Host header, without its port ("[::1]:8765" -> "[::1]")."""
-    host = host.strip().lower()
-    name, colon, port = host.rpartition(":")
-    if colon and port.isdigit() and (not name.startswith("[") or name.endswith("]")):
-        return name
-    return host
-
-
-def _media_type(headers: dict[bytes, bytes]) -> str:
-    return headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
-
-
-def _as_json(scope: Scope, headers: dict[bytes, bytes], body: bytes) -> Scope | None:
-    """The write as the routes read it: as sent when it says JSON; from a program (no ``Origin``:
-    a page's write always has one, and :meth:`Guard._refusal` checked it) with a body that parses
-    as JSON, the same request marked ``application/json``; None (415) when the body is not JSON."""
-    if _media_type(headers) == JSON:
-        return scope
-    try:
-        json.loads(body)
-    except ValueError:  # UnicodeDecodeError included
-        return None
-    marked = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-type"]
-    return {**scope, "headers": [*marked, (b"content-type", JSON.encode())]}
-
-
-def token_of(given: str | None) -> str | None:
-    """The server's token: ``--token`` when given (with a warning: every user of the machine can
-    read a command line, with ps), else ``$MUSTER_HTTP_TOKEN``, else none."""
-    if given:
-        check_token(given, "--token")
-        log.warning("--token is visible to every user of this machine (ps); set $%s instead", TOKEN_ENV)
-        return given
-    from_env = os.environ.get(TOKEN_ENV) or None
-    return None if from_env is None else check_token(from_env, f"${TOKEN_ENV}")
-
-
-def check_token(token: str, source: str) -> str:
-    """A bearer token goes in an HTTP header: printable ASCII, no spaces. Refused at start-up."""
-    if not token or not all("!" <= c <= "~" for c in token):
-        raise ServeError(
-            f"{source} must be printable ASCII without spaces (it is sent in an HTTP header); choose another"
-        )
-    return token
-
-
 # --- answers ------------------------------------------------------------------------------
 
 
 def status_of(exc: MusterError) -> int:
     """The one place typed errors become HTTP statuses."""
+    if isinstance(exc, RequestConflict):
+        return 409
     if isinstance(exc, InputError):
         return 422
     if isinstance(exc, (StoreError, ResourceMissing, MissingExtra)):
@@ -346,14 +196,6 @@ def _encodable(value: Any) -> Any:
 def _answer(status: int, detail: Any, error: str | None = None) -> JSONResponse:
     content = {"detail": _encodable(detail)} | ({} if error is None else {"error": error})
     return JSONResponse(status_code=status, content=content)
-
-
-async def _send_json(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
-    data = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
 
 
 # --- the app ------------------------------------------------------------------------------
@@ -417,6 +259,30 @@ def create_app(
         read keeps the text on disk until the store's next open or write (``erase_pending``)."""
         result = backend.forget(body.ids, body.request_id, body.namespace)
         return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
+
+    @app.put(
+        "/v1/records/{record_id}",
+        operation_id="update",
+        responses={
+            202: {"description": "Updated; the old text is still on disk until the next open or write"}
+        },
+    )
+    def update(record_id: str, body: UpdateIn) -> Any:
+        """Replace one record in place (same id, same place in the stored order); its old text is
+        erased as a delete erases it. 200, or 202 with ``erase_pending`` as for a delete."""
+        result = backend.update(record_id, body.record, body.namespace)
+        return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
+
+    @app.get("/v1/records", operation_id="records")
+    def records(namespace: str | None = None, limit: int = DEFAULT_PAGE, offset: int = 0) -> dict[str, Any]:
+        """A page of a namespace's records in stored order, each with its id, fields, metadata and
+        request id; ``total`` is the namespace's record count."""
+        return backend.records(namespace, limit, offset)
+
+    @app.get("/v1/export", operation_id="export", response_class=StreamingResponse)
+    def export(namespace: str | None = None) -> StreamingResponse:
+        """Every record of a namespace as JSON lines (``muster import`` reads them), in stored order."""
+        return StreamingResponse(iter(backend.export(namespace)), media_type="application/x-ndjson")
 
     @app.get("/v1/info", operation_id="info")
     def info(namespace: str | None = None) -> dict[str, Any]:

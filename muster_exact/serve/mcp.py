@@ -7,8 +7,9 @@ Claude Desktop-style configuration::
     {"mcpServers": {"muster": {"command": "muster", "args": ["mcp", "--store", "/path/to/agent.muster"]}}}
 
 Tools: ``remember``, ``remember_many``, ``recall``, ``search_memory``,
-``forget``, ``memory_info``. Arguments reach the backend as the client sent them (the SDK
-neither coerces nor parses them), so the library's validation refuses bad
+``forget``, ``update_memory``, ``list_memories``, ``memory_info``.
+Arguments reach the backend as the client sent them (the SDK neither
+coerces nor parses them), so the library's validation refuses bad
 input with the same message as over HTTP. A typed library error becomes a
 tool error carrying its message (:func:`tool_error`, the one place that
 mapping happens); nothing is written when a call is refused.
@@ -40,6 +41,7 @@ from muster_exact.core.errors import InputError, MusterError
 from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.serve.backend import Backend
 from muster_exact.store import check_unicode
+from muster_exact.store.dump import DEFAULT_PAGE
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     OptionalText: TypeAlias = Any
     Units: TypeAlias = Any
     AnyJSON: TypeAlias = Any
+    Count: TypeAlias = Any
     Records: TypeAlias = Any
     Ids: TypeAlias = Any
 else:
@@ -68,6 +71,7 @@ else:
         str, _AS_SENT, WithJsonSchema({"type": ["integer", "null"], "minimum": 1, "maximum": MAX_UNITS})
     ]
     AnyJSON = Annotated[str, _AS_SENT, WithJsonSchema({"description": "any JSON value"})]
+    Count = Annotated[str, _AS_SENT, WithJsonSchema({"type": ["integer", "null"], "minimum": 0})]
     # Not ``str``: clients that send a list as a JSON string (Claude Desktop does) get it parsed.
     Records = Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": ["string", "object"]}})]
     Ids = Annotated[
@@ -119,10 +123,7 @@ def create_server(backend: Backend) -> Any:
         with the text. metadata: optional JSON, kept but not shown. request_id: optional; a
         retry with the same id is applied once. namespace: optional, a separate memory.
         """
-        record: dict[str, Any] = {"text": text}
-        for key, value in (("speaker", speaker), ("time", time), ("metadata", metadata)):
-            if value is not None:
-                record[key] = value
+        record = _record(text, speaker, time, metadata)
         return answer(lambda: backend.remember(record, request_id, namespace))
 
     @server.tool()
@@ -169,12 +170,52 @@ def create_server(backend: Backend) -> Any:
         return answer(lambda: backend.forget(ids, request_id, namespace))
 
     @server.tool()
+    def update_memory(
+        id: Text,
+        text: Text,
+        speaker: OptionalText = None,
+        time: OptionalText = None,
+        metadata: AnyJSON = None,
+        namespace: OptionalText = None,
+    ) -> dict[str, Any]:
+        """Replace one record (its id as list_memories or search_memory show it) with new text,
+        in place: the same id, the same place in the order. The old text leaves the store's
+        files as forget's does. Fields as remember; erase_pending as forget."""
+        record = _record(text, speaker, time, metadata)
+        return answer(lambda: backend.update(id, record, namespace))
+
+    @server.tool()
+    def list_memories(
+        namespace: OptionalText = None, limit: Units = None, offset: Units = None
+    ) -> dict[str, Any]:
+        """What memory holds, in the order it was added: a page of records, each with its id,
+        text, speaker, time, metadata and request id; total is the record count.
+
+        limit: records on the page (1 to 10,000; default 100). offset: records to skip (default 0).
+        namespace: optional, which memory.
+        """
+        return answer(
+            lambda: backend.records(
+                namespace, DEFAULT_PAGE if limit is None else limit, 0 if offset is None else offset
+            )
+        )
+
+    @server.tool()
     def memory_info(namespace: OptionalText = None) -> dict[str, Any]:
         """What this memory holds: namespaces, record count and content hash, the plan (structure,
         unit and read budgets) and the models reads use. namespace: optional, which memory."""
         return answer(lambda: backend.info(namespace))
 
     return server
+
+
+def _record(text: Any, speaker: Any, time: Any, metadata: Any) -> dict[str, Any]:
+    """A record from a tool's arguments, as sent; the fields not given are left out."""
+    record: dict[str, Any] = {"text": text}
+    for key, value in (("speaker", speaker), ("time", time), ("metadata", metadata)):
+        if value is not None:
+            record[key] = value
+    return record
 
 
 def serve(backend: Backend) -> None:

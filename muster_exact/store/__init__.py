@@ -6,9 +6,14 @@
         print(store.context("Where does Caroline live?").text)
 
 * ``add`` validates first, then writes every given record in one
-  transaction and calls no model. A ``request_id`` seen before returns the
-  original result and writes nothing (retries are safe, also from two
-  processes at once: writers are serialised by SQLite).
+  transaction and calls no model. A ``request_id`` seen before with the same
+  records returns the original result and writes nothing (retries are safe,
+  also from two processes at once: writers are serialised by SQLite); with
+  other records it is :class:`RequestConflict` and writes nothing, so a
+  client's reused id cannot lose new text unseen.
+* ``update`` replaces one record in place (same id, same place in the
+  order); its old text is erased as ``delete`` erases, and one history line
+  says when it changed, never what it said.
 * The next read gives exactly what a fresh :func:`muster_exact.build` of the
   same records gives. After adds it grows the last read's memory
   (:meth:`Memory.grown`): detection's running counts take the new records,
@@ -49,11 +54,18 @@ SQLite errors) is :mod:`muster_exact.store.file`; what ``add`` accepts,
 
 from __future__ import annotations
 
-from muster_exact.core.errors import ErasePending, StoreCorrupt, StoreError, StoreFull, StoreReadOnly
+from muster_exact.core.errors import (
+    ErasePending,
+    RequestConflict,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreReadOnly,
+)
 from muster_exact.core.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_METADATA_DEPTH, MAX_RECORD_CHARS
 from muster_exact.store.file import BUILT_SCHEMA, MIGRATIONS, SCHEMA, SCHEMA_VERSION
 from muster_exact.store.input import read_records_file
-from muster_exact.store.results import AddResult, DeleteResult, Head
+from muster_exact.store.results import AddResult, DeleteResult, Head, UpdateResult
 from muster_exact.store.state import DEFAULT_NAMESPACE
 from muster_exact.store.store import Store
 from muster_exact.store.validation import canonical, check_namespace, check_unicode, validate
@@ -74,11 +86,13 @@ __all__ = [
     "DeleteResult",
     "ErasePending",
     "Head",
+    "RequestConflict",
     "Store",
     "StoreCorrupt",
     "StoreError",
     "StoreFull",
     "StoreReadOnly",
+    "UpdateResult",
     "canonical",
     "check_namespace",
     "check_unicode",

@@ -26,8 +26,19 @@ from muster_exact.core.errors import StoreCorrupt, StoreError, StoreFull, StoreR
 log = logging.getLogger(__name__)
 
 APPLICATION = "muster-store"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 60_000  # a writer waits this long for another writer
+
+# A record's history: one line per update (when, which id), never the text it had.
+HISTORY_TABLE = """
+CREATE TABLE history (
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    at_utc REAL NOT NULL
+);
+CREATE INDEX history_by_record ON history (namespace, id);
+"""
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -47,6 +58,7 @@ CREATE TABLE requests (
     namespace TEXT NOT NULL,
     request_id TEXT NOT NULL,
     result TEXT NOT NULL,
+    body_sha256 TEXT,
     PRIMARY KEY (namespace, request_id)
 );
 CREATE TABLE heads (
@@ -75,12 +87,17 @@ CREATE TABLE IF NOT EXISTS built (
 );
 """
 
+HISTORY_SCHEMA = "ALTER TABLE requests ADD COLUMN body_sha256 TEXT;" + HISTORY_TABLE
+
 # schema version N -> the SQL that brings a version N file to N + 1.
 MIGRATIONS: dict[int, str] = {
     # 2: per-text analyses (muster_exact.cache.memo), so a new process re-analyses nothing.
     1: ANALYSES_SCHEMA,
     # 3: the derive result of the last read, so a new process re-cuts nothing.
     2: BUILT_SCHEMA,
+    # 4: what each request id's add carried (a reuse with another body is a conflict), and a
+    # record's history (an update leaves a line, never the old text).
+    3: HISTORY_SCHEMA,
 }
 
 
@@ -197,7 +214,7 @@ def prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) ->
     meta = _check_not_foreign(db, path, tables) if exists else {}
     if not tables:
         with transaction(db):
-            for statement in _statements(SCHEMA + CACHE_SCHEMAS + BUILT_SCHEMA):
+            for statement in _statements(SCHEMA + HISTORY_TABLE + CACHE_SCHEMAS + BUILT_SCHEMA):
                 db.execute(statement)
             db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -229,7 +246,7 @@ def _tables(db: sqlite3.Connection) -> set[str]:
 
 def _known_tables() -> set[str]:
     """Every table a MUSTER store holds: made by the schema or by a migration."""
-    scripts = [SCHEMA, CACHE_SCHEMAS, BUILT_SCHEMA, *MIGRATIONS.values()]
+    scripts = [SCHEMA, HISTORY_TABLE, CACHE_SCHEMAS, BUILT_SCHEMA, *MIGRATIONS.values()]
     return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
 
 

@@ -238,7 +238,14 @@ class StoreReads(StoreState):
 
     @guarded
     def context(self, query: str, units: int | None = None) -> Context:
-        """The context for ``query`` over every record of this namespace, as a fresh build gives it."""
+        """The context for ``query`` over every record of this namespace, as a fresh build gives it.
+        An empty namespace (or one never written) has an empty context, as over HTTP and MCP."""
+        if not self.head().records:
+            from muster_exact.memory import checked_query, checked_units
+            from muster_exact.retrieve.assemble import Context
+
+            checked_units(1 if units is None else units)  # refused as a read of records refuses it
+            return Context(checked_query(query), "", (), 0, None)
         return self.memory().context(query, units)
 
     @guarded

@@ -91,9 +91,30 @@ class DeleteResult:
         }
 
 
-def no_record(record_id: str, namespace: str) -> InputError:
-    """The refusal of a delete naming an id the namespace does not hold."""
-    return InputError(f"no record {record_id!r} in namespace {namespace!r}; nothing deleted")
+@dataclass(frozen=True)
+class UpdateResult:
+    """An update: the record's id, the head after it, whether anything changed (the same record
+    again changes nothing), and the cached vectors and scores of the old text that were dropped."""
+
+    id: str
+    head: Head
+    changed: bool
+    vectors_dropped: int = 0
+    scores_dropped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "changed": self.changed,
+            "head": self.head.to_dict(),
+            "vectors_dropped": self.vectors_dropped,
+            "scores_dropped": self.scores_dropped,
+        }
+
+
+def no_record(record_id: str, namespace: str, outcome: str = "nothing deleted") -> InputError:
+    """The refusal of a delete (or an update) naming an id the namespace does not hold."""
+    return InputError(f"no record {record_id!r} in namespace {namespace!r}; {outcome}")
 
 
 def _chain(previous: str, record_sha: str) -> str:

@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from muster_exact.cache.memo import Memo
 from muster_exact.cache.vectors import Access
-from muster_exact.core.errors import (
-    InputError,
-)
+from muster_exact.core.errors import InputError, StoreReadOnly
 from muster_exact.store.file import (
     guarded,
     transaction,
@@ -86,12 +84,14 @@ class StoreState:
             return self._head()
 
     def _head(self) -> Head:
-        row = self._db.execute(
-            "SELECT records, last_seq, sha256 FROM heads WHERE namespace = ?", (self.namespace,)
-        ).fetchone()
-        if row is None:
-            return Head(self.namespace, 0, 0, EMPTY_HEAD).read_by(self._plan_of)
-        return Head(self.namespace, int(row[0]), int(row[1]), str(row[2])).read_by(self._plan_of)
+        return head_of(self._db, self.namespace).read_by(self._plan_of)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreReadOnly(
+                f"{self.path} is read-only (no write access to the file or its folder); reads work, "
+                "writes need write access"
+            )
 
     @guarded
     def records(self) -> Iterator[dict[str, Any]]:
@@ -181,6 +181,16 @@ class StoreState:
 
     def _plan_of(self, head: Head) -> Plan:  # the plan reader (StoreReads); a head reads by it
         raise NotImplementedError
+
+
+def head_of(db: sqlite3.Connection, namespace: str) -> Head:
+    """The head of ``namespace`` in the file ``db`` is connected to (an empty one when it has none)."""
+    row = db.execute(
+        "SELECT records, last_seq, sha256 FROM heads WHERE namespace = ?", (namespace,)
+    ).fetchone()
+    if row is None:
+        return Head(namespace, 0, 0, EMPTY_HEAD)
+    return Head(namespace, int(row[0]), int(row[1]), str(row[2]))
 
 
 def _live_keys(cut: Cut, piece_texts: Sequence[str], units: Sequence[Unit] | None = None) -> list[str]:

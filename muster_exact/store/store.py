@@ -16,9 +16,11 @@ from muster_exact.cache.vectors import connect
 from muster_exact.core.errors import (
     ErasePending,
     InputError,
+    RequestConflict,
     StoreError,
     StoreReadOnly,
 )
+from muster_exact.store.dump import StoreDump
 from muster_exact.store.file import (
     access_of,
     check_path,
@@ -29,12 +31,21 @@ from muster_exact.store.file import (
     transaction,
 )
 from muster_exact.store.reads import StoreReads
-from muster_exact.store.results import AddResult, DeleteResult, Head, _chain, _replayed, no_record
+from muster_exact.store.results import (
+    AddResult,
+    DeleteResult,
+    Head,
+    UpdateResult,
+    _chain,
+    _replayed,
+    no_record,
+)
 from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES
 from muster_exact.store.validation import (
     canonical,
     check_namespace,
     checked_delete,
+    checked_id,
     checked_request_id,
     validate,
 )
@@ -42,7 +53,7 @@ from muster_exact.store.validation import (
 log = logging.getLogger(__name__)
 
 
-class Store(StoreReads):
+class Store(StoreDump, StoreReads):
     """One namespace of a MUSTER store file. Open with :meth:`open`; use as a context manager."""
 
     @classmethod
@@ -120,13 +131,21 @@ class Store(StoreReads):
         return result
 
     def _add(self, items: list[dict[str, Any]], request_id: str | None) -> AddResult:
+        body_sha = _body_sha(items)  # before ids are given: the body as the caller sent it
         with transaction(self._db):
             if request_id is not None:
                 previous = self._db.execute(
-                    "SELECT result FROM requests WHERE namespace = ? AND request_id = ?",
+                    "SELECT result, body_sha256 FROM requests WHERE namespace = ? AND request_id = ?",
                     (self.namespace, request_id),
                 ).fetchone()
                 if previous is not None:
+                    # NULL: written before bodies were recorded (schema 3), a replay as it was then.
+                    if previous[1] is not None and previous[1] != body_sha:
+                        raise RequestConflict(
+                            f"request_id {request_id!r} was used in namespace {self.namespace!r} for "
+                            "an add with a different body; nothing was written. Use a new request id "
+                            "for new records (the same body again is a replay)"
+                        )
                     return _replayed(json.loads(previous[0]))
             head = self._head()
             seq, sha = head.last_seq, head.sha256
@@ -143,8 +162,8 @@ class Store(StoreReads):
             result = AddResult(request_id, tuple(ids), new_head)
             if request_id is not None:
                 self._db.execute(
-                    "INSERT INTO requests VALUES (?, ?, ?)",
-                    (self.namespace, request_id, json.dumps(result.to_dict())),
+                    "INSERT INTO requests VALUES (?, ?, ?, ?)",
+                    (self.namespace, request_id, json.dumps(result.to_dict()), body_sha),
                 )
         return result
 
@@ -165,14 +184,76 @@ class Store(StoreReads):
         self._check_writable()
         with self._lock:
             result = self._delete(record_ids, request_id)
-            if not self._finish_erasures(wait_ms=ERASE_WAIT_MS):
-                raise ErasePending(
-                    f"deleted {len(result.deleted)} record(s) from {self.path}, but their text is still on "
-                    "disk: another connection is in the middle of a read; the erase is retried on the "
-                    "store's next open or write (`muster info` shows it pending)",
-                    result,
-                )
+            self._erase(result, f"deleted {len(result.deleted)} record(s) from {self.path}, but their text")
         return result
+
+    @guarded
+    def update(self, record_id: Any, record: Any) -> UpdateResult:
+        """Replace one record (its text, speaker, time and metadata) in place: its id and its place
+        in the stored order stay, and the next read equals a fresh build over the records as they
+        are now. The old text is erased as :meth:`delete` erases it (:class:`ErasePending` the
+        same way); one history line says when the record changed, never what it said."""
+        record_id = checked_id(record_id, "the record id")
+        item = validate([record])[0]
+        if item.setdefault("id", record_id) != record_id:
+            raise InputError(
+                f"the record carries id {item['id']!r} but updates {record_id!r}; an update keeps the "
+                "record's id (leave 'id' out, or delete and add to rename)"
+            )
+        self._check_writable()
+        with self._lock:
+            result = self._update(record_id, item)
+            if result.changed:
+                self._erase(result, f"updated record {record_id!r} in {self.path}, but its old text")
+        return result
+
+    def _update(self, record_id: str, item: dict[str, Any]) -> UpdateResult:
+        body = canonical(item)
+        with transaction(self._db):
+            row = self._db.execute(
+                "SELECT record FROM records WHERE namespace = ? AND id = ?", (self.namespace, record_id)
+            ).fetchone()
+            if row is None:
+                raise no_record(record_id, self.namespace, "nothing updated")
+            if row[0] == body:  # the same record again: nothing to write, nothing to erase
+                return UpdateResult(record_id, self._head(), changed=False)
+            self._db.execute(
+                "UPDATE records SET record = ?, sha256 = ? WHERE namespace = ? AND id = ?",
+                (body, hashlib.sha256(body.encode()).hexdigest(), self.namespace, record_id),
+            )
+            self._db.execute(
+                "INSERT INTO history VALUES (?, ?, 'updated', ?)", (self.namespace, record_id, time.time())
+            )
+            self._write_head(self._recomputed_head())
+            self._erasure_pending()
+        vectors, scores = self._forget_texts()
+        return UpdateResult(record_id, self._head(), True, vectors, scores)
+
+    def _erase(self, result: DeleteResult | UpdateResult, what: str) -> None:
+        """Finish the erase a delete or an update started, or say it is pending (:class:`ErasePending`)."""
+        if not self._finish_erasures(wait_ms=ERASE_WAIT_MS):
+            raise ErasePending(
+                f"{what} is still on disk: another connection is in the middle of a read; the erase is "
+                "retried on the store's next open or write (`muster info` shows it pending)",
+                result,
+            )
+
+    def _erasure_pending(self) -> None:
+        """Within a write that removed text: drop the saved derive result (it names slots, words of
+        the records) and record the erase, so a process killed before it leaves it pending."""
+        self._db.execute("DELETE FROM built WHERE namespace = ?", (self.namespace,))
+        self._db.execute(
+            "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
+            (PENDING_ERASURES,),
+        )
+
+    def _forget_texts(self) -> tuple[int, int]:
+        """After a write that removed text: the caches keep only texts still in use, and nothing of
+        the removed text stays in this process. The vectors and scores dropped."""
+        dropped = self._forget_units()
+        self._memory = self._plan = None
+        self.memo = Memo(self.memo.backing)
+        return dropped
 
     def _delete(self, record_ids: Sequence[str] | None, request_id: str | None) -> DeleteResult:
         with transaction(self._db):
@@ -187,28 +268,13 @@ class Store(StoreReads):
                 missing = [i for i in wanted if not self._has(i)]
                 if missing:
                     raise no_record(missing[0], self.namespace)
-            self._db.executemany(
-                "DELETE FROM records WHERE namespace = ? AND id = ?", [(self.namespace, i) for i in wanted]
-            )
+            gone = [(self.namespace, i) for i in wanted]
+            self._db.executemany("DELETE FROM records WHERE namespace = ? AND id = ?", gone)
+            self._db.executemany("DELETE FROM history WHERE namespace = ? AND id = ?", gone)
             self._write_head(self._recomputed_head())
-            # The saved derive result names slots (words of the records): it goes with them.
-            self._db.execute("DELETE FROM built WHERE namespace = ?", (self.namespace,))
-            # Recorded with the delete itself: a process killed before the erase leaves it pending.
-            self._db.execute(
-                "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
-                (PENDING_ERASURES,),
-            )
-        vectors, scores = self._forget_units()
-        self._memory = self._plan = None
-        self.memo = Memo(self.memo.backing)  # nothing of the deleted text stays in this process
+            self._erasure_pending()
+        vectors, scores = self._forget_texts()
         return DeleteResult(tuple(wanted), self._head(), vectors, scores)
-
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise StoreReadOnly(
-                f"{self.path} is read-only (no write access to the file or its folder); reads work, "
-                "writes need write access"
-            )
 
     def _finish_erasures(self, wait_ms: int) -> bool:
         """Erase what pending deletes left on disk; True when nothing is pending any more.
@@ -271,3 +337,8 @@ class Store(StoreReads):
             "SELECT 1 FROM records WHERE namespace = ? AND id = ?", (self.namespace, record_id)
         ).fetchone()
         return row is not None
+
+
+def _body_sha(items: list[dict[str, Any]]) -> str:
+    """The SHA-256 of an add's validated records, in order: what a reused request id is checked by."""
+    return hashlib.sha256("\n".join(canonical(item) for item in items).encode()).hexdigest()

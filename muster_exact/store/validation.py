@@ -67,7 +67,7 @@ def _one(record: Any, index: int) -> dict[str, Any]:
             if isinstance(item.get(key), str):
                 check_unicode(item[key], f"record {index} '{key}'")
     if "id" in item:
-        item["id"] = _checked_id(item["id"], f"record {index}: 'id'")
+        item["id"] = checked_id(item["id"], f"record {index}: 'id'")
     try:
         json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
@@ -91,10 +91,10 @@ def checked_delete(record_ids: Any, request_id: Any) -> tuple[list[str] | None, 
         raise InputError(f"ids must be a record id or a list of them, not {type(record_ids).__name__}")
     if not record_ids:
         raise InputError("nothing to delete: the id list is empty")
-    return list(dict.fromkeys(_checked_id(i, f"id {n}") for n, i in enumerate(record_ids))), None
+    return list(dict.fromkeys(checked_id(i, f"id {n}") for n, i in enumerate(record_ids))), None
 
 
-def _checked_id(record_id: Any, where: str) -> str:
+def checked_id(record_id: Any, where: str) -> str:
     """A record id as ``add`` stores it and ``delete`` names it (one rule for both): a string or a
     whole number, 1 to ``MAX_ID_CHARS`` characters of valid Unicode, as text."""
     if not isinstance(record_id, (str, int)) or isinstance(record_id, bool):

@@ -283,3 +283,51 @@ def test_forget_over_mcp_leaves_no_trace_while_the_server_runs(tmp_path: Path) -
     finally:
         client.close()
     assert traces(path) == []
+
+
+# --- update: the old text goes as a delete's does ----------------------------------------------
+
+
+def test_an_update_after_a_read_leaves_no_trace_of_the_old_text(tmp_path: Path) -> None:
+    """The old text, its analyses (terms, entities, counts) and its vectors' keys are gone from
+    every file; the history keeps one line (when, which id), never the text."""
+    path = tmp_path / "update.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add([f"Note {i}: the plants on shelf {i} need water on Mondays." for i in range(12)])
+        store.add({"id": "secret", "text": CANARY, "metadata": {"room": "hall"}})
+        assert "OKAPI" in store.context("What is the locker code?").text
+        assert traces(path) and _traces_of(path, "okapi")
+        result = store.update(
+            "secret", {"text": "The locker code was changed; ask the desk.", "metadata": {}}
+        )
+        assert result.changed and store.pending_erasures() == 0
+        assert "ask the desk" in store.context("What is the locker code?").text
+        history = store._db.execute("SELECT namespace, id, action FROM history").fetchall()
+        assert history == [("default", "secret", "updated")]
+    assert traces(path) == [] and _traces_of(path, "okapi") == [] and _traces_of(path, "55190") == []
+    assert _traces_of(path, '"room"') == []  # the old metadata too
+
+
+def test_an_update_under_a_reader_is_pending_like_a_delete(reader_holding: tuple[Path, Reader]) -> None:
+    path, reader = reader_holding
+    with Store.open(path, models=MODELS) as store:
+        with pytest.raises(ErasePending, match="old text is still on disk") as raised:
+            store.update("secret", "Nothing secret here any more.")
+        assert raised.value.result.changed
+        assert [r["text"] for r in store.records() if r["id"] == "secret"] == [
+            "Nothing secret here any more."
+        ]
+        assert traces(path) and store.pending_erasures() == 1
+        reader.let_go()
+        store.add("A later note: the window in the hall sticks.")
+        assert traces(path) == [] and store.pending_erasures() == 0
+
+
+def test_a_delete_takes_the_history_lines_of_its_records(tmp_path: Path) -> None:
+    path = tmp_path / "history.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add([{"id": "a", "text": "First note."}, {"id": "b", "text": "Second note."}])
+        store.update("a", "First note, corrected.")
+        store.update("b", "Second note, corrected.")
+        store.delete(["a"])
+        assert store._db.execute("SELECT id FROM history").fetchall() == [("b",)]

@@ -77,6 +77,8 @@ def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
         "recall",
         "search_memory",
         "forget",
+        "update_memory",
+        "list_memories",
         "memory_info",
     }
     for tool in out["tools"].values():

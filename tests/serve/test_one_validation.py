@@ -66,6 +66,22 @@ def delete(ids: Any = None, request_id: Any = None) -> Callable[[Path], Any]:
     return call
 
 
+def update(record_id: Any, record: Any) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        with Store.open(path) as store:
+            return store.update(record_id, record)
+
+    return call
+
+
+def listing(limit: Any = 100, offset: Any = 0) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        with Store.open(path) as store:
+            return store.list_records(limit, offset)
+
+    return call
+
+
 ID = "'id' must be a string or a whole number"
 UNITS = "units must be a whole number from 1 to 200"
 NAMESPACE = "namespace must be 1 to 512 characters"
@@ -184,6 +200,27 @@ CASES = {
         ("forget", {"ids": ["nope"]}),
         "no record 'nope' in namespace 'default'; nothing deleted",
     ),
+    "update: an id not held": Case(
+        update("nope", "The mug is in the sink."),
+        ("PUT /v1/records/nope", {"record": "The mug is in the sink."}),
+        ("update_memory", {"id": "nope", "text": "The mug is in the sink."}),
+        "no record 'nope' in namespace 'default'; nothing updated",
+    ),
+    "update: blank text": Case(
+        update("r1", "   "),
+        ("PUT /v1/records/r1", {"record": "   "}),
+        ("update_memory", {"id": "r1", "text": "   "}),
+        "empty text",
+    ),
+    "list: limit 0": Case(
+        listing(0), ("GET /v1/records?limit=0", {}), ("list_memories", {"limit": 0}), "limit must be"
+    ),
+    "list: offset -1": Case(
+        listing(100, -1),
+        ("GET /v1/records?offset=-1", {}),
+        ("list_memories", {"offset": -1}),
+        "offset must be a whole number, 0 or more",
+    ),
 }
 
 
@@ -234,8 +271,12 @@ def test_the_same_bad_input_gets_the_same_refusal_everywhere(
     with pytest.raises(InputError) as library:
         case.library(store)
     assert case.refusal in str(library.value)
-    path, body = case.http
-    reply = httpx.post(f"{http.url}{path}", json=body, timeout=60)
+    route, body = case.http
+    method, _, path = route.rpartition(" ")
+    if method == "GET":
+        reply = httpx.get(f"{http.url}{path}", timeout=60)
+    else:
+        reply = httpx.request(method or "POST", f"{http.url}{path}", json=body, timeout=60)
     assert reply.status_code == 422 and reply.json()["error"] == "InputError", reply.text
     assert reply.json()["detail"] == str(library.value), (reply.json(), str(library.value))
     tool = mcp[name]

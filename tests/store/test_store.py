@@ -658,8 +658,8 @@ def test_a_damaged_analysis_in_the_file_is_recomputed_not_an_error(tmp_path: Pat
 
 
 def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path: Path) -> None:
-    """Schema 1 is schema 3 without ``analyses`` and ``built``: such a file opens, migrates, and
-    reads the same."""
+    """Schema 1 is schema 4 without ``analyses``, ``built``, ``history`` and the requests' body
+    hashes: such a file opens, migrates, and reads the same."""
     path = tmp_path / "v1.muster"
     records, questions = locomo_records(40)
     with Store.open(path, models=MODELS) as store:
@@ -669,6 +669,8 @@ def test_a_schema_1_store_gains_the_analyses_table_and_reads_as_before(tmp_path:
     with db:
         db.execute("DROP TABLE analyses")
         db.execute("DROP TABLE built")
+        db.execute("DROP TABLE history")
+        db.execute("ALTER TABLE requests DROP COLUMN body_sha256")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     with Store.open(path, models=MODELS) as store:

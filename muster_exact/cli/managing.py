@@ -1,0 +1,110 @@
+"""``muster list``, ``export``, ``import`` and ``update``: what a store remembers, seen and managed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from muster_exact.cli.writing import ERASE_PENDING_EXIT, _open_store, erase_pending_note
+from muster_exact.core.errors import InputError
+
+PREVIEW_CHARS = 100  # a listed record's text, one line of a terminal
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from muster_exact.store.dump import dumped
+
+    with _open_store(args) as store:  # a listing never creates a store
+        lines = store.list_records(args.limit, args.offset)
+        total = store.head().records
+    for line in lines:
+        if args.json:
+            sys.stdout.write(dumped(line))  # an export line: `muster import` reads a listing too
+            continue
+        record = line["record"]
+        said = " ".join(str(record[k]) for k in ("time", "speaker") if record.get(k) is not None)
+        text = " ".join(record["text"].split())
+        text = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+        print(f"{record['id']}\t{said}\t{text}")
+    if not args.json:
+        shown = f"{args.offset + 1}-{args.offset + len(lines)}" if lines else "none"
+        print(f"records {shown} of {total} (namespace {args.namespace})", file=sys.stderr)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from muster_exact.store import DEFAULT_NAMESPACE
+    from muster_exact.store.dump import dumped
+
+    every = args.namespace is None
+    args.namespace = args.namespace or DEFAULT_NAMESPACE
+    with _open_store(args) as store:
+        for line in store.export(every_namespace=every):
+            sys.stdout.write(dumped(line))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from muster_exact.text.records import read_input
+
+    source = getattr(sys.stdin, "buffer", None) if args.file == "-" else Path(args.file)
+    if source is None:
+        raise InputError("no standard input to read; give the dump file")
+    text = read_input(source, args.max_input_bytes)
+    lines = [line for line in text.splitlines() if line.strip()]
+    with _open_store(args, create=True) as store:
+        result = store.import_records(lines)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        added = ", ".join(f"{n} into {ns}" for ns, n in sorted(result.added.items())) or "none"
+        print(f"imported {sum(result.added.values())} records ({added}); {result.skipped} already there")
+    return 0
+
+
+def _cmd_update(args: argparse.Namespace) -> int:
+    from muster_exact.serve.backend import update_in
+
+    record = _record_of(args)
+    with _open_store(args) as store:  # an update never creates a store
+        result = update_in(store, args.id, record)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        state = "updated" if result["changed"] else "unchanged (the same record)"
+        head = result["head"]
+        print(f"record {result['id']} {state} (namespace {head['namespace']}: head {head['sha256'][:12]})")
+    if result["erase_pending"]:
+        print(erase_pending_note("the old text"), file=sys.stderr)
+        return ERASE_PENDING_EXIT
+    return 0
+
+
+def _record_of(args: argparse.Namespace) -> object:
+    """The record an update writes: TEXT with --speaker/--time/--metadata, or --record JSON."""
+    if args.record is not None:
+        if args.text is not None or args.speaker or args.time or args.metadata:
+            raise InputError(
+                "give the record as TEXT (with --speaker, --time, --metadata) or as --record, not both"
+            )
+        try:
+            return json.loads(args.record)
+        except ValueError:
+            raise InputError("--record is not JSON; give an object with 'text'") from None
+    if args.text is None:
+        raise InputError("give the new text (muster update --store F ID TEXT) or --record JSON")
+    record: dict[str, object] = {"text": args.text}
+    if args.speaker:
+        record["speaker"] = args.speaker
+    if args.time:
+        record["time"] = args.time
+    if args.metadata:
+        try:
+            record["metadata"] = json.loads(args.metadata)
+        except ValueError:
+            raise InputError(
+                '--metadata is not JSON; give a JSON value, e.g. \'{"room": "kitchen"}\''
+            ) from None
+    return record
