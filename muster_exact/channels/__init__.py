@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -64,6 +64,12 @@ class Channel(Protocol):
 def pool_size(units_read: int) -> int:
     """Each channel proposes its top max(2U, 20) units (SPEC 4)."""
     return max(2 * units_read, 20)
+
+
+def restricted(proposals: Proposals, allowed: Collection[int], k: int) -> Proposals:
+    """A channel's proposals restricted to ``allowed`` units, the first ``k`` of them in its order."""
+    kept = [(u, v) for u, v in zip(proposals.units, proposals.scores, strict=True) if u in allowed][:k]
+    return Proposals(proposals.channel, tuple(u for u, _ in kept), tuple(v for _, v in kept))
 
 
 def top_k(scores: object, k: int, positive_only: bool = False) -> tuple[tuple[int, ...], tuple[float, ...]]:

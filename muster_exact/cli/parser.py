@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--units", type=int, help="read budget U (default: the plan's)")
     p.add_argument("--mode", choices=MODES, help="default: exact with a preset, else native")
     p.add_argument(
+        "--where",
+        metavar="JSON",
+        help='with --store: only records that match are candidates, e.g. \'{"speaker": "Caroline", '
+        '"time": {"from": "2023-05-01"}, "metadata": {"source": "email"}}\'',
+    )
+    p.add_argument(
         "--explain", action="store_true", help="add the plan, channel floors, rerank order, reasons"
     )
     p.add_argument("--json", action="store_true", help="print plan and context as JSON")

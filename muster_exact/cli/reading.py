@@ -44,6 +44,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         raise InputError("give a file and a question (muster query FILE QUESTION), or --store F QUESTION")
     # The question is checked before a store is opened or a model loaded: a bad one costs nothing.
     checked_query(args.question)
+    where = _where(args)
     if args.store:
         store = _open_store(args)
         store.progress = not args.quiet  # on stderr; stdout is the same either way
@@ -60,10 +61,11 @@ def _cmd_query(args: argparse.Namespace) -> int:
             progress=not args.quiet,  # on stderr; stdout is the same either way
         )
         reader = memory
+    filtered = {} if where is None else {"where": where}  # a store's reads take it
     if args.explain:
-        context, details = reader.explain_query(args.question, units=args.units)
+        context, details = reader.explain_query(args.question, units=args.units, **filtered)
     else:
-        context, details = reader.context(args.question, units=args.units), None
+        context, details = reader.context(args.question, units=args.units, **filtered), None
     if args.json:
         out = {"plan": memory.plan.to_dict(), "context": context.to_dict()}
         if details is not None:
@@ -120,3 +122,22 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
     print(f"{tokens.ENCODING_NAME}: {path} (SHA-256 {tokens.CL100K_SHA256})")
     print(f"plain tiktoken can use it offline with TIKTOKEN_CACHE_DIR={path.parent}")
     return 0
+
+
+def _where(args: argparse.Namespace) -> Any:
+    """``--where JSON``, checked before anything is opened (a read of a store only: a filter
+    reads the records' speaker, time and metadata)."""
+    if args.where is None:
+        return None
+    if not args.store:
+        raise InputError("--where filters a store's records: muster query --store F QUESTION --where JSON")
+    import json
+
+    from muster_exact.store.where import checked_where
+
+    try:
+        where = json.loads(args.where)
+    except ValueError:
+        raise InputError('--where is not JSON; e.g. --where \'{"speaker": "Caroline"}\'') from None
+    checked_where(where)
+    return where

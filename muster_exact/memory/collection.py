@@ -51,7 +51,7 @@ SECTION_SEPARATOR = "\n\n"
 class MemberBlock(Block):
     """A block of one member's context (parent, units and records are that member's own)."""
 
-    member: str
+    member: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def joined(query: str, read: Mapping[str, Context], shares: Mapping[str, int]) -
     a member whose context is empty has no section."""
     sections = [heading(name, context.text) for name, context in read.items() if context.text]
     blocks = tuple(
-        MemberBlock(b.parent, b.units, b.records, b.text, name)
+        MemberBlock(b.parent, b.units, b.records, b.text, b.metadata, name)
         for name, context in read.items()
         for b in context.blocks
     )

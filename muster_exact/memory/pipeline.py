@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from muster_exact.cache.memo import Memo
 from muster_exact.cache.vectors import ScoreCache, VectorCache
-from muster_exact.channels import CHANNELS, Floors, Proposals, pool_size
+from muster_exact.channels import CHANNELS, Floors, Proposals, pool_size, restricted
 from muster_exact.channels.dense import DenseChannel
 from muster_exact.channels.given import BuiltChannel, Given
 from muster_exact.channels.graph import GraphChannel
@@ -37,7 +37,7 @@ from muster_exact.memory.settings import (
     unit_window,
 )
 from muster_exact.models import Models, load_reranker
-from muster_exact.retrieve.assemble import Context, assemble
+from muster_exact.retrieve.assemble import Candidates, Context, assemble
 from muster_exact.retrieve.rerank import Ranking, cross_encode, fuse
 from muster_exact.retrieve.select import Selected, scaled_floors, select
 from muster_exact.rules import BUILD_RULES, Rules
@@ -240,13 +240,24 @@ class Memory:
             self.plan.units_read if units is None else checked_units(units)
         )
 
-    def proposals(self, query: str, units_read: int) -> tuple[list[Proposals], dict[str, float]]:
-        """Each channel's top max(2U, 20) units, in channel order, and each one's seconds."""
+    def proposals(
+        self, query: str, units_read: int, allowed: Candidates | None = None
+    ) -> tuple[list[Proposals], dict[str, float]]:
+        """Each channel's top max(2U, 20) units, in channel order, and each one's seconds.
+        ``allowed``: only these units may be proposed (a filtered read,
+        :mod:`muster_exact.store.where`): each channel's own ranking of every unit, restricted to
+        them (a channel's top k is the first k of its full ranking, so nothing else changes)."""
         k = pool_size(units_read)
         out, timings = [], {}
         for name, channel in self.channels().items():
             started = time.perf_counter()
-            out.append(channel.propose(query, k) if self.votes(name) else Proposals(name, (), ()))
+            if not self.votes(name):
+                proposed = Proposals(name, (), ())
+            elif allowed is None:
+                proposed = channel.propose(query, k)
+            else:
+                proposed = restricted(channel.propose(query, len(self.cut.units)), allowed.units, k)
+            out.append(proposed)
             timings[name] = time.perf_counter() - started
         return out, timings
 
@@ -297,33 +308,38 @@ class Memory:
         units_read: int | None = None,
         supersession: bool | None = None,
         by_score: bool = False,
+        allowed: Candidates | None = None,
     ) -> Context:
         """The context of ``chosen`` (:func:`muster_exact.retrieve.assemble.assemble`), its plan saying
-        ``units_read`` and ``supersession`` where given (else the plan's own)."""
+        ``units_read`` and ``supersession`` where given (else the plan's own); ``allowed``: the
+        candidates of a filtered read (a unit is shown as its slot's newest candidate version)."""
         changes: dict[str, Any] = {}
         if units_read is not None and units_read != self.plan.units_read:
             changes["units_read"] = units_read
         if supersession is not None and supersession != self.plan.supersession:
             changes["supersession"] = supersession
         plan = dataclasses.replace(self.plan, **changes) if changes else self.plan
-        return assemble(query, self.cut, plan, chosen, ranking, proposals, by_score=by_score)
+        return assemble(query, self.cut, plan, chosen, ranking, proposals, by_score=by_score, allowed=allowed)
 
-    def context(self, query: str, units: int | None = None) -> Context:
-        """The context for ``query``: U units (default: the plan's), assembled."""
-        return self.retrieve(query, units).context
+    def context(self, query: str, units: int | None = None, *, allowed: Candidates | None = None) -> Context:
+        """The context for ``query``: U units (default: the plan's), assembled; ``allowed``: only
+        these units are candidates (:meth:`proposals`)."""
+        return self.retrieve(query, units, allowed=allowed).context
 
-    def retrieve(self, query: str, units: int | None = None) -> Retrieved:
+    def retrieve(
+        self, query: str, units: int | None = None, *, allowed: Candidates | None = None
+    ) -> Retrieved:
         """One retrieval pass, composed of the public steps: :meth:`proposals`, :meth:`rank`,
         :meth:`floors`, :meth:`select`, :meth:`assemble`; the context with what led to it."""
         query, units_read = self.checked(query, units)
-        proposals, timings = self.proposals(query, units_read)
+        proposals, timings = self.proposals(query, units_read, allowed)
         started = time.perf_counter()
         ranking = self.rank(query, proposals)
         timings["rerank"] = time.perf_counter() - started
         started = time.perf_counter()
         floors = self.floors(query, units_read)
         chosen = self.select(proposals, ranking, floors, units_read)
-        context = self.assemble(query, chosen, ranking, proposals, units_read=units_read)
+        context = self.assemble(query, chosen, ranking, proposals, units_read=units_read, allowed=allowed)
         timings["select+assemble"] = time.perf_counter() - started
         return Retrieved(
             dataclasses.replace(context, timings=timings), proposals, ranking, units_read, floors
@@ -361,10 +377,12 @@ class Memory:
         assert isinstance(graph, GraphChannel)
         return graph
 
-    def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
+    def explain_query(
+        self, query: str, units: int | None = None, *, allowed: Candidates | None = None
+    ) -> tuple[Context, dict[str, Any]]:
         """The context, with each channel's floor and proposals, the rerank order and why each
         unit was kept, from one retrieval pass."""
-        done = self.retrieve(query, units)
+        done = self.retrieve(query, units, allowed=allowed)
         return done.context, {
             "units_read": done.units_read,
             "rerank": done.ranking.method,

@@ -9,7 +9,7 @@ Every unit's text is the store's own text, verbatim.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,10 +28,24 @@ SYSTEM_PROMPT = (
 
 @dataclass(frozen=True)
 class Block:
+    """One parent's units in a context: their text, their records' ids and, read from a
+    :class:`~muster_exact.store.Store`, those records' metadata by id (only records that have it)."""
+
     parent: int
     units: tuple[int, ...]
     records: tuple[str, ...]
     text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What a filtered read (:mod:`muster_exact.store.where`) may use: the units it may choose
+    (those holding a matching record) and the records it may show (the matching ones: a unit cut
+    across records that do not match shows only the ones that do)."""
+
+    units: frozenset[int]
+    records: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,13 @@ class Context(Readable):
             "text": self.text,
             "tokens": self.tokens,
             "blocks": [
-                {"parent": b.parent, "units": list(b.units), "records": list(b.records), "text": b.text}
+                {
+                    "parent": b.parent,
+                    "units": list(b.units),
+                    "records": list(b.records),
+                    "metadata": b.metadata,
+                    "text": b.text,
+                }
                 for b in self.blocks
             ],
             "provenance": [p.__dict__ for p in self.provenance],
@@ -97,11 +117,25 @@ def record_label(cut: Cut, index: int) -> str:
     return source_id if source_id is not None else f"r{index}"
 
 
-def newest_version(cut: Cut, unit: Unit) -> int:
-    """The highest-serial line of the unit's slot (itself if it has no slot)."""
+def shown_text(cut: Cut, unit: Unit, allowed: Candidates | None = None) -> str:
+    """The unit as stored, or, in a filtered read, its matching records' parts of it, a line each."""
+    if allowed is None or allowed.records.issuperset(unit.records):
+        return cut.text(unit)
+    parts = [cut.source.records[r] for r in unit.records if r in allowed.records]
+    text = cut.source.text
+    return "\n".join(text[max(r.start, unit.start) : min(r.end, unit.end)] for r in parts)
+
+
+def newest_version(cut: Cut, unit: Unit, allowed: Collection[int] | None = None) -> int:
+    """The highest-serial line of the unit's slot (itself if it has no slot); of the ``allowed``
+    units only, when given (a filtered read)."""
     if unit.serial is None or unit.slot is None:
         return unit.id
-    versions = [cut.units[u] for u in cut.parents[unit.parent] if cut.units[u].serial is not None]
+    versions = [
+        cut.units[u]
+        for u in cut.parents[unit.parent]
+        if cut.units[u].serial is not None and (allowed is None or u in allowed)
+    ]
     return max(versions, key=lambda u: (u.serial or 0, u.id)).id
 
 
@@ -114,6 +148,7 @@ def assemble(
     proposals: Sequence[Proposals],
     *,
     by_score: bool = False,
+    allowed: Candidates | None = None,
 ) -> Context:
     """The context of the selected units.
 
@@ -122,7 +157,12 @@ def assemble(
     """
     numbered = plan.branch == "numbered_log"
     shown = {
-        s.unit: (newest_version(cut, cut.units[s.unit]) if plan.supersession else s.unit) for s in selected
+        s.unit: (
+            newest_version(cut, cut.units[s.unit], None if allowed is None else allowed.units)
+            if plan.supersession
+            else s.unit
+        )
+        for s in selected
     }
     if by_score:
         groups = [(cut.units[u].parent, [u]) for u in dict.fromkeys(shown[s.unit] for s in selected)]
@@ -138,8 +178,15 @@ def assemble(
         Block(
             parent=parent,
             units=tuple(units),
-            records=tuple(dict.fromkeys(record_label(cut, r) for u in units for r in cut.units[u].records)),
-            text=unit_sep.join(cut.text(cut.units[u]) for u in units),
+            records=tuple(
+                dict.fromkeys(
+                    record_label(cut, r)
+                    for u in units
+                    for r in cut.units[u].records
+                    if allowed is None or r in allowed.records
+                )
+            ),
+            text=unit_sep.join(shown_text(cut, cut.units[u], allowed) for u in units),
         )
         for parent, units in groups
     )

@@ -41,6 +41,7 @@ from muster_exact.store import (
 from muster_exact.store.dump import DEFAULT_PAGE, checked_page, dumped
 from muster_exact.store.results import EMPTY_HEAD, UpdateResult, no_record
 from muster_exact.store.validation import checked_delete, checked_id, validate
+from muster_exact.store.where import checked_where
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
 DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
@@ -138,16 +139,22 @@ class Backend:
             assert store is not None  # a write always opens its namespace
             return store.add(records, request_id=request_id).to_dict()
 
-    def recall(self, query: Any, units: Any = None, namespace: Any = None) -> dict[str, Any]:
-        """The assembled context for ``query``: verbatim text in stored order, with its provenance.
-        An empty namespace (or one never written) has an empty context."""
+    def recall(
+        self, query: Any, units: Any = None, namespace: Any = None, where: Any = None
+    ) -> dict[str, Any]:
+        """The assembled context for ``query``: verbatim text in stored order, with its provenance
+        and each block's records and their metadata; ``where`` narrows the candidates
+        (:mod:`muster_exact.store.where`). An empty namespace (or one never written) has an empty
+        context."""
         query, units = _checked_read(query, units)
+        checked_where(where)
         with self._using(namespace, create=False) as store:
             head = self._head_of(store, namespace)
             if store is None or not head.records:
-                empty = {"context": "", "tokens": 0, "units": [], "records": []}
+                empty = {"context": "", "tokens": 0, "units": [], "records": [], "blocks": []}
                 return {"query": query, **empty, "head": head.to_dict()}
-            return {**_context_answer(store.context(query, units)), "head": store.head().to_dict()}
+            context = store.context(query, units, where=where)
+            return {**_context_answer(context), "head": store.head().to_dict()}
 
     def recall_declared(self, format: Any, records: Any, query: Any, units: Any = None) -> dict[str, Any]:
         """The context for ``query`` of a declared record array (:mod:`muster_exact.derive.declared`),
@@ -164,17 +171,21 @@ class Backend:
         memory = build(sent, preset=self.preset, models=self.models, cache=False)
         return {**_context_answer(memory.context(query, units)), "format": sent.order.format}
 
-    def search(self, query: Any, units: Any = None, namespace: Any = None) -> dict[str, Any]:
-        """The selected passages, best first, each with its unit id, records and why it was chosen;
-        no assembly (no grouping, no stored order); none for an empty namespace."""
+    def search(
+        self, query: Any, units: Any = None, namespace: Any = None, where: Any = None
+    ) -> dict[str, Any]:
+        """The selected passages, best first, each with its unit id, records, their metadata and
+        why it was chosen; no assembly (no grouping, no stored order); none for an empty
+        namespace. ``where`` as for :meth:`recall`."""
         query, units = _checked_read(query, units)
+        checked_where(where)
         with self._using(namespace, create=False) as store:
             head = self._head_of(store, namespace)
             if store is None or not head.records:
                 return {"query": query, "passages": [], "head": head.to_dict()}
             return {
                 "query": query,
-                "passages": _passages(store, query, units),
+                "passages": _passages(store, query, units, where),
                 "head": store.head().to_dict(),
             }
 
@@ -313,6 +324,9 @@ def _context_answer(context: Context) -> dict[str, Any]:
         "tokens": context.tokens,
         "units": list(context.unit_ids),
         "records": list(context.record_ids),
+        "blocks": [
+            {"records": list(b.records), "metadata": b.metadata, "text": b.text} for b in context.blocks
+        ],
     }
 
 
@@ -366,10 +380,10 @@ def _units(units: Any) -> int | None:
     return units
 
 
-def _passages(store: Store, query: str, units: int | None) -> list[dict[str, Any]]:
-    memory = store.memory()
-    context = memory.context(query, units)
-    cut = memory.cut
+def _passages(store: Store, query: str, units: int | None, where: Any) -> list[dict[str, Any]]:
+    context = store.context(query, units, where=where)
+    cut = store.memory().cut
+    metadata = {r: m for b in context.blocks for r, m in b.metadata.items()}
     passages = []
     for p in sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit)):
         unit = cut.units[p.shown_as]
@@ -377,7 +391,8 @@ def _passages(store: Store, query: str, units: int | None) -> list[dict[str, Any
             {
                 "unit": p.shown_as,
                 "text": cut.text(unit),
-                "records": [record_label(cut, r) for r in unit.records],
+                "records": (ids := [record_label(cut, r) for r in unit.records]),
+                "metadata": {r: metadata[r] for r in ids if r in metadata},
                 "channels": p.channels,
                 "rerank_rank": p.rerank_rank,
                 "rerank_score": p.rerank_score,

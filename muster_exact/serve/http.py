@@ -127,11 +127,25 @@ class DeleteIn(BaseModel):
     namespace: Name = None
 
 
+_WHERE = {
+    "type": ["object", "null"],
+    "description": "only records that match are candidates: speaker (a name or a list), time "
+    '({"from": ISO 8601, "to": ISO 8601}), metadata (equality on each key)',
+    "properties": {
+        "speaker": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "time": {"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"}}},
+        "metadata": {"type": "object"},
+    },
+    "additionalProperties": False,
+}
+
+
 class QueryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: Query
     units: Units = None
     namespace: Name = None
+    where: Annotated[Any, WithJsonSchema(_WHERE)] = None
 
 
 class UpdateIn(BaseModel):
@@ -241,12 +255,12 @@ def create_app(
     @app.post("/v1/context", operation_id="context")
     def context(body: QueryIn) -> dict[str, Any]:
         """The assembled context for a query: verbatim, grouped by parent, in stored order."""
-        return backend.recall(body.query, body.units, body.namespace)
+        return backend.recall(body.query, body.units, body.namespace, body.where)
 
     @app.post("/v1/search", operation_id="search")
     def search(body: QueryIn) -> dict[str, Any]:
         """The selected passages, best first, with ids and provenance; no assembly."""
-        return backend.search(body.query, body.units, body.namespace)
+        return backend.search(body.query, body.units, body.namespace, body.where)
 
     @app.post(
         "/v1/delete",

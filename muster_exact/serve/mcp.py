@@ -139,20 +139,28 @@ def create_server(backend: Backend) -> Any:
         return answer(lambda: backend.remember(records, request_id, namespace))
 
     @server.tool()
-    def recall(query: Text, units: Units = None, namespace: OptionalText = None) -> dict[str, Any]:
+    def recall(
+        query: Text, units: Units = None, namespace: OptionalText = None, where: AnyJSON = None
+    ) -> dict[str, Any]:
         """The memory's context for a question: the relevant excerpts, verbatim, in stored order,
-        newest version of a fact on numbered logs. Put "context" in your prompt.
+        newest version of a fact on numbered logs. Put "context" in your prompt; "blocks" carry
+        each excerpt's record ids and metadata.
 
         query: the question (up to 20,000 characters). units: how many passages to read
         (1 to 200; default: the plan's, usually 10). namespace: optional, a separate memory.
+        where: optional, only records that match: {"speaker": name or [names], "time": {"from":
+        ISO 8601, "to": ISO 8601}, "metadata": {key: value}}.
         """
-        return answer(lambda: backend.recall(query, units, namespace))
+        return answer(lambda: backend.recall(query, units, namespace, where))
 
     @server.tool()
-    def search_memory(query: Text, units: Units = None, namespace: OptionalText = None) -> dict[str, Any]:
+    def search_memory(
+        query: Text, units: Units = None, namespace: OptionalText = None, where: AnyJSON = None
+    ) -> dict[str, Any]:
         """The passages memory would select for a question, best first, each with its unit id,
-        record ids and which channels proposed it; not assembled. Arguments and limits as recall."""
-        return answer(lambda: backend.search(query, units, namespace))
+        record ids, their metadata and which channels proposed it; not assembled. Arguments and
+        limits as recall."""
+        return answer(lambda: backend.search(query, units, namespace, where))
 
     @server.tool()
     def forget(

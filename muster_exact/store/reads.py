@@ -3,6 +3,7 @@ its derive result saved and read back, and reads held to the embedder first reco
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -17,15 +18,17 @@ from muster_exact.store.file import (
 )
 from muster_exact.store.results import Head, _chain
 from muster_exact.store.state import SAVE_AFTER_GROWTHS, StoreState, _live_keys
+from muster_exact.store.where import Where, checked_where
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from muster_exact.derive import Derived
+    from muster_exact.derive.cut import Cut
     from muster_exact.derive.plan import Plan
     from muster_exact.memory import Memory
     from muster_exact.models import Models
-    from muster_exact.retrieve.assemble import Context
+    from muster_exact.retrieve.assemble import Candidates, Context
 
 
 class StoreReads(StoreState):
@@ -237,21 +240,77 @@ class StoreReads(StoreState):
         return grown
 
     @guarded
-    def context(self, query: str, units: int | None = None) -> Context:
-        """The context for ``query`` over every record of this namespace, as a fresh build gives it.
-        An empty namespace (or one never written) has an empty context, as over HTTP and MCP."""
-        if not self.head().records:
-            from muster_exact.memory import checked_query, checked_units
-            from muster_exact.retrieve.assemble import Context
-
-            checked_units(1 if units is None else units)  # refused as a read of records refuses it
-            return Context(checked_query(query), "", (), 0, None)
-        return self.memory().context(query, units)
+    def context(self, query: str, units: int | None = None, *, where: Any = None) -> Context:
+        """The context for ``query`` over every record of this namespace, as a fresh build gives it;
+        each block carries its records' metadata. ``where`` narrows the candidates to the records
+        it matches (:mod:`muster_exact.store.where`: speaker, time range, metadata); nothing else
+        of the rule changes. An empty namespace (or one never written) has an empty context, as
+        over HTTP and MCP."""
+        return self.explain_query(query, units, where=where, reasons=False)[0]
 
     @guarded
-    def explain_query(self, query: str, units: int | None = None) -> tuple[Context, dict[str, Any]]:
+    def explain_query(
+        self, query: str, units: int | None = None, *, where: Any = None, reasons: bool = True
+    ) -> tuple[Context, dict[str, Any]]:
         """:meth:`context` with the reasons: floors, proposals, rerank order, why each unit is kept."""
-        return self.memory().explain_query(query, units)
+        from muster_exact.memory import checked_query, checked_units
+        from muster_exact.retrieve.assemble import Context
+
+        chosen = checked_where(where)
+        if not self.head().records:
+            checked_units(1 if units is None else units)  # refused as a read of records refuses it
+            return Context(checked_query(query), "", (), 0, None), {}
+        if chosen is None:
+            memory, allowed = self.memory(), None
+        else:
+            memory, records = self._read()
+            allowed = candidates(memory.cut, records, chosen)
+        if reasons:
+            context, why = memory.explain_query(query, units, allowed=allowed)
+        else:
+            context, why = memory.context(query, units, allowed=allowed), {}
+        return self._with_metadata(context), why
+
+    def _with_metadata(self, context: Context) -> Context:
+        """``context`` with each block's records' metadata, by record id (only those records are
+        read, not the namespace)."""
+        ids = list(context.record_ids)
+        metadata: dict[str, Any] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):  # SQLite's bound on one statement's variables
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT id, record FROM records WHERE namespace = ? AND id IN ({marks})",
+                    (self.namespace, *chunk),
+                )
+                for record_id, body in rows:
+                    record = json.loads(body)
+                    if "metadata" in record:
+                        metadata[record_id] = record["metadata"]
+        if not metadata:
+            return context
+        blocks = tuple(
+            dataclasses.replace(b, metadata={r: metadata[r] for r in b.records if r in metadata})
+            for b in context.blocks
+        )
+        return dataclasses.replace(context, blocks=blocks)
+
+    def _read(self) -> tuple[Memory, list[dict[str, Any]]]:
+        """The memory and the records it is built of, of one head (another connection's write
+        between the two reads them again)."""
+        with self._lock:
+            while True:
+                memory = self.memory()
+                assert self._memory is not None
+                built = self._memory[0].sha256
+                if self._read_records is not None and self._read_records[0] == built:
+                    return memory, self._read_records[1]
+                with transaction(self._db, immediate=False):
+                    head, rows = self._head(), self._records()
+                if head.sha256 == built:
+                    self._read_records = (built, [json.loads(body) for body in rows])
+                    return memory, self._read_records[1]
 
     def _forget_units(self) -> tuple[int, int]:
         """Drop vectors and scores of unit texts no namespace uses any more."""
@@ -267,3 +326,13 @@ class StoreReads(StoreState):
         self._open_caches()
         with transaction(self._db):
             return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")
+
+
+def candidates(cut: Cut, records: list[dict[str, Any]], where: Where) -> Candidates:
+    """What a read filtered by ``where`` may use: the records that match, and the units that
+    hold one (shown with the matching records only:
+    :func:`~muster_exact.retrieve.assemble.shown_text`)."""
+    from muster_exact.retrieve.assemble import Candidates
+
+    matching = frozenset(i for i, record in enumerate(records) if where.matches(record))
+    return Candidates(frozenset(u.id for u in cut.units if not matching.isdisjoint(u.records)), matching)

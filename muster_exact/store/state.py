@@ -58,6 +58,8 @@ class StoreState:
         self.access = access
         self._db = db
         self._memory: tuple[Head, Memory] | None = None
+        # The records the built memory is of (by head hash): what a filter and metadata read.
+        self._read_records: tuple[str, list[dict[str, Any]]] | None = None
         self._plan: tuple[str, Plan] | None = None
         self._caches: Any = None
         # One connection, shared by the threads of a server: every use of it holds this lock.

@@ -251,7 +251,7 @@ class Store(StoreDump, StoreReads):
         """After a write that removed text: the caches keep only texts still in use, and nothing of
         the removed text stays in this process. The vectors and scores dropped."""
         dropped = self._forget_units()
-        self._memory = self._plan = None
+        self._memory = self._plan = self._read_records = None
         self.memo = Memo(self.memo.backing)
         return dropped
 

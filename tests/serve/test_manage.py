@@ -55,6 +55,23 @@ def test_records_are_listed_in_pages_and_exported_as_lines(running: tuple[Server
     assert httpx.get(f"{server.url}/v1/export", params={"namespace": "nobody"}, timeout=60).text == ""
 
 
+def test_a_filtered_read_over_http_shows_matching_records_with_their_metadata(
+    running: tuple[Server, Path],
+) -> None:
+    server, _ = running
+    body = {"query": "What did Caroline say about the support group?", "where": {"speaker": "Melanie"}}
+    context = httpx.post(f"{server.url}/v1/context", json=body, timeout=120).json()
+    lines = [line for line in context["context"].splitlines() if line.strip()]
+    assert lines and all("] Melanie: " in line for line in lines)
+    assert context["blocks"] and all(set(b["metadata"]) == set(b["records"]) for b in context["blocks"])
+    search = httpx.post(f"{server.url}/v1/search", json={**body, "units": 3}, timeout=120).json()
+    assert search["passages"] and all(
+        p["metadata"] and set(p["metadata"]) <= set(p["records"]) for p in search["passages"]
+    )
+    bad = httpx.post(f"{server.url}/v1/context", json={**body, "where": {"time": {"from": "x"}}}, timeout=60)
+    assert bad.status_code == 422 and "ISO 8601" in bad.json()["detail"]
+
+
 def test_an_update_over_http_reads_as_the_new_text(running: tuple[Server, Path]) -> None:
     server, _ = running
     url = f"{server.url}/v1/records/D1:3"
@@ -106,6 +123,9 @@ async def mcp_calls(store: Path) -> dict[str, Any]:
         )
         out["after"] = await session.call_tool("list_memories", {})
         out["recall"] = await session.call_tool("recall", {"query": "What about the kettle?"})
+        out["filtered"] = await session.call_tool(
+            "recall", {"query": "What about the kettle?", "where": {"metadata": {"fixed": True}}}
+        )
     return out
 
 
@@ -129,4 +149,6 @@ def test_mcp_lists_updates_and_refuses_a_conflicting_request_id(tmp_path: Path) 
     assert payload(out["update"])["changed"] is True
     after = payload(out["after"])["records"][0]["record"]
     assert after == {"id": "r1", "text": "The blue kettle is broken.", "metadata": {"fixed": False}}
-    assert "broken" in payload(out["recall"])["context"]
+    recall = payload(out["recall"])
+    assert "broken" in recall["context"] and recall["blocks"][0]["metadata"] == {"r1": {"fixed": False}}
+    assert payload(out["filtered"])["context"] == ""

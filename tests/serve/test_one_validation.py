@@ -47,11 +47,11 @@ def opened(namespace: Any) -> Callable[[Path], Any]:
     return lambda path: Store.open(path, namespace)
 
 
-def recall(query: Any, units: Any = None) -> Callable[[Path], Any]:
+def recall(query: Any, units: Any = None, where: Any = None) -> Callable[[Path], Any]:
     def call(path: Path) -> Any:
         backend = Backend(path)
         try:
-            return backend.recall(query, units)
+            return backend.recall(query, units, where=where)
         finally:
             backend.close()
 
@@ -199,6 +199,18 @@ CASES = {
         ("/v1/delete", {"ids": ["nope"]}),
         ("forget", {"ids": ["nope"]}),
         "no record 'nope' in namespace 'default'; nothing deleted",
+    ),
+    "where: an unknown field": Case(
+        recall("q", where={"speakr": "Ana"}),
+        ("/v1/context", {"query": "q", "where": {"speakr": "Ana"}}),
+        ("recall", {"query": "q", "where": {"speakr": "Ana"}}),
+        "where: unknown field 'speakr'",
+    ),
+    "where: a time that is not ISO 8601": Case(
+        recall("q", where={"time": {"from": "May 1"}}),
+        ("/v1/search", {"query": "q", "where": {"time": {"from": "May 1"}}}),
+        ("search_memory", {"query": "q", "where": {"time": {"from": "May 1"}}}),
+        "where.time.from must be an ISO 8601 date or time",
     ),
     "update: an id not held": Case(
         update("nope", "The mug is in the sink."),
