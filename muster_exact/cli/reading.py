@@ -48,6 +48,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.store:
         store = _open_store(args)
         store.progress = not args.quiet  # on stderr; stdout is the same either way
+        if not store.head().records:  # an empty namespace has an empty context, as everywhere
+            context = store.context(args.question, units=args.units, where=where)
+            print(json.dumps({"plan": None, "context": context.to_dict()}, indent=2) if args.json else "")
+            return 0
         memory = store.memory()
         # Read through the store: a failure of its file is then one typed line like every other.
         reader: Any = store

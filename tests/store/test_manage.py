@@ -123,3 +123,34 @@ def test_a_schema_3_store_migrates_and_its_old_request_ids_replay_as_before(tmp_
         store.add("One body.", request_id="turn-2")  # new requests record their body
         with pytest.raises(RequestConflict):
             store.add("Another.", request_id="turn-2")
+
+
+def test_the_cli_reads_an_empty_namespace_as_empty_and_refuses_a_conflicting_request_id(
+    tmp_path: Path,
+) -> None:
+    from tests.conftest import one_line_error, run_muster
+
+    path = str(tmp_path / "cli.muster")
+    env = {"MUSTER_MODELS": MODELS}
+    assert (
+        run_muster(
+            "add", "--store", path, "-", "--request-id", "b1", stdin="The mug is red.", env=env
+        ).returncode
+        == 0
+    )
+    again = run_muster("add", "--store", path, "-", "--request-id", "b1", stdin="The mug is red.", env=env)
+    assert again.returncode == 0 and "already applied" in again.stdout
+    conflict = run_muster(
+        "add", "--store", path, "-", "--request-id", "b1", stdin="The mug is blue.", env=env
+    )
+    one_line_error(
+        conflict, "request_id 'b1' was used in namespace 'default' for an add with a different body"
+    )
+    empty = run_muster(
+        "query", "--store", path, "--namespace", "nobody", "Where is the mug?", "--json", env=env
+    )
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout) == {
+        "plan": None,
+        "context": {"query": "Where is the mug?", "text": "", "tokens": 0, "blocks": [], "provenance": []},
+    }
