@@ -275,7 +275,7 @@ def create_app(
         return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
 
     @app.put(
-        "/v1/records/{record_id}",
+        "/v1/records/{record_id:path}",
         operation_id="update",
         responses={
             202: {"description": "Updated; the old text is still on disk until the next open or write"}

@@ -89,6 +89,13 @@ def test_an_update_over_http_reads_as_the_new_text(running: tuple[Server, Path])
     missing = httpx.put(f"{server.url}/v1/records/nope", json={"record": "x"}, timeout=60)
     assert missing.status_code == 422 and "nothing updated" in missing.json()["detail"]
     assert httpx.put(url, json={"text": "x"}, timeout=60).status_code == 422  # the body is {"record": ...}
+    # Any id a record can have is a path: one with a slash too.
+    added = {"records": [{"id": "notes/1", "text": "A note with a path-like id."}], "namespace": "paths"}
+    httpx.post(f"{server.url}/v1/add", json=added, timeout=60).raise_for_status()
+    moved = httpx.put(
+        f"{server.url}/v1/records/notes/1", json={"record": "Changed.", "namespace": "paths"}, timeout=60
+    )
+    assert moved.status_code == 200 and moved.json()["id"] == "notes/1", moved.text
 
 
 def test_a_reused_request_id_with_another_body_is_409(running: tuple[Server, Path]) -> None:
