@@ -74,6 +74,7 @@ class DeclaredError(InputError):
 
 
 class ModelFallbackWarning(UserWarning):
-    """``auto`` chose the packaged CPU profile because the paper's models cannot run here: given
-    once per process, since MiniLM's contexts are not the paper's. Naming the models
+    """``auto`` (or a preset naming the paper's models, with no models named) chose the packaged
+    CPU profile because the paper's models cannot run here: given once per process, since
+    MiniLM's contexts are not the paper's. Naming the models
     (``models=``, ``--models``, ``$MUSTER_MODELS``) chooses them and gives no warning."""

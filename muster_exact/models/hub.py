@@ -1,5 +1,6 @@
 """Where a model's files are: the packaged wheel, a local directory, the hub cache, or the hub itself
-(asked once, with a short timeout), and ``auto``, the default profile chosen from that."""
+(asked once, with a short timeout), and ``auto``, the default profile chosen from that (which a
+preset's ``paper`` follows when no models are named: :func:`suggested`)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,17 @@ def fallback_line(short: str) -> str:
         f"models: {CPU.name} (MiniLM), not the paper's ({short}); "
         f"choose with --models {CPU.name}|{PAPER.name}|DIR or ${MODELS_ENV}"
     )
+
+
+def suggested(name: str, by: str) -> Models:
+    """The profile ``by`` (a preset) names, for a caller who named no models: that profile, but
+    the paper's are taken as :func:`auto` takes them (the paper's where they can run, else
+    cpu-small, with its one warning), so a preset runs offline instead of failing at its first
+    model load. A caller who names ``paper`` gets it, and its error where it cannot run."""
+    if name != PAPER.name:
+        return profile(name)
+    chosen = auto()
+    return dataclasses.replace(chosen, chosen_by=f"{by} names {name}; {chosen.chosen_by}")
 
 
 def _paper_here() -> tuple[bool, str, str]:
