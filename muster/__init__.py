@@ -28,6 +28,7 @@ from muster_exact import DeclaredError as DeclaredError
 from muster_exact import Derived as Derived
 from muster_exact import InputError as InputError
 from muster_exact import ManifestError as ManifestError
+from muster_exact import ModelFallbackWarning as ModelFallbackWarning
 from muster_exact import MusterError as MusterError
 from muster_exact import Plan as Plan
 from muster_exact import PlanError as PlanError

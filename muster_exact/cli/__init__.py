@@ -1,5 +1,6 @@
-"""The ``muster`` command. Typed library errors become one stderr line and exit 2 here; a closed
-stdout ends it quietly (:mod:`muster_exact.core.pipes`).
+"""The ``muster`` command. Typed library errors become one stderr line and exit 2 here, the
+library's :class:`ModelFallbackWarning` one ``muster: warning:`` line; a closed stdout ends it
+quietly (:mod:`muster_exact.core.pipes`).
 
 :mod:`.parser` holds every subcommand and option; the commands are :mod:`.reading` (derive, query,
 presets, fetch), :mod:`.writing` (add, forget, info), :mod:`.serving` (mcp, http) and
@@ -8,13 +9,16 @@ presets, fetch), :mod:`.writing` (add, forget, info), :mod:`.serving` (mcp, http
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from muster_exact.cli.parser import build_parser
 from muster_exact.core import pipes
-from muster_exact.core.errors import InputError, MusterError
+from muster_exact.core.errors import InputError, ModelFallbackWarning, MusterError
 
 log = logging.getLogger("muster_exact.cli")
 
@@ -36,6 +40,12 @@ def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    with warnings.catch_warnings():  # restores Python's own display when the command returns
+        warnings.showwarning = _one_line(warnings.showwarning)
+        return _command(args)
+
+
+def _command(args: argparse.Namespace) -> int:
     try:
         return int(args.run(args))
     except BrokenPipeError:  # not an unreadable file (OSError below): main answers it
@@ -49,6 +59,19 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("muster: interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(python_s: Callable[..., None]) -> Callable[..., None]:
+    """The library's warning as the CLI says everything, one line on stderr (Python's own display
+    adds the file, the line number and the source line); any other warning as Python shows it."""
+
+    def show(message: Warning | str, category: type[Warning], *where: Any) -> None:
+        if issubclass(category, ModelFallbackWarning):
+            print(f"muster: warning: {message}", file=sys.stderr)
+        else:
+            python_s(message, category, *where)
+
+    return show
 
 
 if __name__ == "__main__":  # pragma: no cover

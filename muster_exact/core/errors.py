@@ -1,8 +1,10 @@
-"""Typed errors raised at the library's edges.
+"""Typed errors raised at the library's edges, and the one warning it gives.
 
 Every error a user can cause derives from :class:`MusterError`; the CLI turns
 them into one line on stderr and exit code 2 (see ``cli.main``), the servers
 into their own responses. A bug is anything else and keeps its traceback.
+:class:`ModelFallbackWarning` goes through Python's :mod:`warnings` (the CLI
+prints it as one line), because the library's logger has no handler of its own.
 """
 
 from __future__ import annotations
@@ -74,3 +76,10 @@ class RequestConflict(InputError):
 class DeclaredError(InputError):
     """A declared record input cannot be read: an unknown format, records that are not a list, an
     envelope with a missing or unknown field, a record that is only a serial prefix."""
+
+
+class ModelFallbackWarning(UserWarning):
+    """``auto`` (or a preset naming the paper's models, with no models named) chose the packaged
+    CPU profile because the paper's models cannot run here: given once per process, since
+    MiniLM's contexts are not the paper's. Naming the models
+    (``models=``, ``--models``, ``$MUSTER_MODELS``) chooses them and gives no warning."""

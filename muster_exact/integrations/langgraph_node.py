@@ -18,7 +18,9 @@ custom keys instead (``class State(MessagesState): memory: str`` with
 ``memory_key="memory"`` keeps the context out of the messages). A state with
 none of them raises :class:`~muster_exact.core.errors.InputError` naming the keys
 it looked for. A turn id in ``state["turn_id"]``, else the message's own id,
-makes both idempotent: a retried turn is remembered once.
+makes both idempotent: a retried turn is remembered once. ``remember_question=False`` keeps
+the question out of memory (the node then only reads it); by default it is kept, since a user's
+turns ("my locker is 417") are most of what a conversation's memory has to hold.
 """
 
 from __future__ import annotations
@@ -52,9 +54,13 @@ def memory_node(
     memory_key: str | None = None,
     speaker: str = "user",
     namespace: str | None = None,
+    remember_question: bool = True,
 ) -> Callable[[State], Update]:
-    """The node before the model: the context for this turn's question, then the question kept."""
+    """The node before the model: the context for this turn's question, then the question kept
+    (unless ``remember_question=False``)."""
     require("langgraph", "langgraph")
+    if not isinstance(remember_question, bool):  # "no" would be truthy and keep every question
+        raise InputError(f"remember_question must be True or False, not {remember_question!r}")
 
     def node(state: State) -> Update:
         question = _said(state, question_key, "human", "question")
@@ -70,7 +76,8 @@ def memory_node(
             )
         # Recall first: the context is what memory held before this turn (empty while it holds nothing).
         context = backend.recall(question.text, namespace=namespace)["context"]
-        _keep(backend, question, speaker, namespace)
+        if remember_question:
+            _keep(backend, question, speaker, namespace)
         if memory_key is not None or not question.from_messages:
             return {memory_key or "memory": context}
         if not context:

@@ -7,6 +7,11 @@ U, the unit budgets, the graph policy, the model profile and exact mode,
 and names the benchmark it was frozen for (its name's first part): a preset
 whose mode is not exact, or whose benchmark is not one of :data:`BENCHMARKS`,
 is refused when loaded. ``$MUSTER_PRESETS`` names another folder to read instead.
+
+A preset names the models the paper ran (``paper``). They are what a run of it reads with when the
+caller names none, where they can run; elsewhere (offline, no FlagEmbedding) the packaged CPU
+profile, as ``auto`` chooses, with its one warning (:func:`models_of`). Models a caller names
+(``models=``, ``--models``, ``$MUSTER_MODELS``) always win, and the run records what ran.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import Any
 from muster_exact.core.errors import MusterError
 from muster_exact.core.registry import Registry
 from muster_exact.core.shipped import shipped
+from muster_exact.models.hub import suggested
+from muster_exact.models.profiles import Models
 
 BENCHMARKS = ("mab", "locomo", "beam")
 MODE = "exact"  # the one mode a preset runs in: its contexts are the ones pinned in manifests/contexts
@@ -99,3 +106,8 @@ def load(name: str) -> Preset:
             f"benchmark ({' or '.join(f'{b}.*' for b in BENCHMARKS)})"
         )
     return preset
+
+
+def models_of(name: str) -> Models:
+    """The models preset ``name`` reads with when the caller names none (see the module's doc)."""
+    return suggested(load(name).models, f"preset {name}")

@@ -34,6 +34,13 @@ def default_models() -> str:
     return os.environ.get(DEFAULT_MODELS_ENV, AUTO)
 
 
+def named_models(models: str | Models | None) -> str | Models | None:
+    """The models the caller named: ``models``, else $MUSTER_MODELS; None when neither names any
+    (``auto`` is naming none: it asks the library to choose)."""
+    asked = models or os.environ.get(DEFAULT_MODELS_ENV) or None
+    return None if asked == AUTO else asked
+
+
 def checked_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InputError("empty query: ask a question with some text")
@@ -126,9 +133,12 @@ def unit_window(models: Models, rules: Rules) -> int | None:
 
 
 def models_for(preset: str | None, models: str | Models | None) -> Models:
-    """The model profile a build uses: ``models``, else the preset's, else the default."""
-    fixed = presets.load(preset) if preset else None
-    return profile(models or (fixed.models if fixed else default_models()))
+    """The model profile a build uses: the models named (``models``, else $MUSTER_MODELS), else
+    the preset's (its ``paper`` taken as ``auto`` takes it: :func:`presets.models_of`), else ``auto``."""
+    asked = named_models(models)
+    if asked is not None:
+        return profile(asked)
+    return presets.models_of(preset) if preset else profile(AUTO)
 
 
 def rules_of(plan: Plan) -> Rules:

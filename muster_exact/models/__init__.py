@@ -13,7 +13,9 @@ snapshot), or ``packaged:all-MiniLM-L6-v2`` (the weights that ship inside the
   ordered by reciprocal-rank fusion, and the plan says so);
 * ``paper``: BAAI/bge-m3 (dense output) and BAAI/bge-reranker-v2-m3;
 * ``auto`` (the library's, CLI's and servers' default): ``paper`` when its files are local (the
-  hub cache) or the hub answers, else ``cpu-small``, announced in one log line (:func:`auto`).
+  hub cache) or the hub answers, else ``cpu-small``, with one :class:`ModelFallbackWarning` per
+  process (:func:`auto`). A preset's ``paper`` is taken the same way when no models are named
+  (:func:`suggested`).
 
 Wherever a profile is named (``--models``, ``models=``), a local directory works too
 (:func:`from_directory`).
@@ -25,6 +27,7 @@ Wherever a profile is named (``--models``, ``models=``), a local directory works
 
 from __future__ import annotations
 
+from muster_exact.core.errors import ModelFallbackWarning
 from muster_exact.core.optional import MissingExtra
 from muster_exact.models.backends import (
     EMBED_BATCH,
@@ -39,7 +42,7 @@ from muster_exact.models.backends import (
     load_embedder,
     load_reranker,
 )
-from muster_exact.models.hub import HUB_TIMEOUT_S, auto, profile, resolve
+from muster_exact.models.hub import HUB_TIMEOUT_S, auto, fallback_line, profile, resolve, suggested
 from muster_exact.models.onnx import INT8_SUFFIX, QUANTISATION, onnx_model
 from muster_exact.models.profiles import (
     AUTO,
@@ -85,12 +88,14 @@ __all__ = [
     "Embedder",
     "FlagCrossEncoder",
     "MissingExtra",
+    "ModelFallbackWarning",
     "ModelRef",
     "Models",
     "Reranker",
     "SentenceTransformerEmbedder",
     "Window",
     "auto",
+    "fallback_line",
     "from_directory",
     "load_embedder",
     "load_reranker",
@@ -100,4 +105,5 @@ __all__ = [
     "profile",
     "require",
     "resolve",
+    "suggested",
 ]

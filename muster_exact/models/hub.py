@@ -1,5 +1,6 @@
 """Where a model's files are: the packaged wheel, a local directory, the hub cache, or the hub itself
-(asked once, with a short timeout), and ``auto``, the default profile chosen from that."""
+(asked once, with a short timeout), and ``auto``, the default profile chosen from that (which a
+preset's ``paper`` follows when no models are named: :func:`suggested`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import importlib.util
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 
-from muster_exact.core.errors import ResourceMissing
+from muster_exact.core.errors import ModelFallbackWarning, ResourceMissing
 from muster_exact.models.profiles import (
     AUTO,
     CPU,
@@ -38,39 +40,56 @@ HUB_TIMEOUT_S = 3.0
 @functools.lru_cache(maxsize=1)
 def auto() -> Models:
     """The paper's models where they can run, else the packaged CPU profile: decided once per
-    process, before any model library loads, and said in one log line (a warning when it falls
-    back, so nobody mistakes MiniLM's scores for the paper's)."""
-    paper_runs, reason = _paper_here()
+    process, before any model library loads. Choosing the paper's is logged; falling back is a
+    :class:`ModelFallbackWarning` (one short line, once per process), because the library's logger
+    has no handler and nobody should mistake MiniLM's contexts for the paper's."""
+    paper_runs, reason, short = _paper_here()
     if paper_runs:
-        chosen = dataclasses.replace(PAPER, chosen_by=f"auto: {reason}")
         log.info("models: paper (%s)", reason)
-        return chosen
-    log.warning(
-        "models: cpu-small, the packaged all-MiniLM-L6-v2 with no cross-encoder, because %s; "
-        "for the paper's models pass --models paper or a local directory (or set $%s)",
-        reason,
-        MODELS_ENV,
-    )
+        return dataclasses.replace(PAPER, chosen_by=f"auto: {reason}")
+    warnings.warn(fallback_line(short), ModelFallbackWarning, stacklevel=2)
     return dataclasses.replace(CPU, chosen_by=f"auto: {reason}")
 
 
-def _paper_here() -> tuple[bool, str]:
-    """Whether the paper's profile can run here, and why: its libraries are installed, and both
-    models are in the hub cache or the hub answers within :data:`HUB_TIMEOUT_S`."""
+def fallback_line(short: str) -> str:
+    """What ``auto`` says when it falls back: what it chose, why in a few words, and how to choose
+    (naming the models also silences it). The full reason is ``Models.chosen_by``."""
+    return (
+        f"models: {CPU.name} (MiniLM), not the paper's ({short}); "
+        f"choose with --models {CPU.name}|{PAPER.name}|DIR or ${MODELS_ENV}"
+    )
+
+
+def suggested(name: str, by: str) -> Models:
+    """The profile ``by`` (a preset) names, for a caller who named no models: that profile, but
+    the paper's are taken as :func:`auto` takes them (the paper's where they can run, else
+    cpu-small, with its one warning), so a preset runs offline instead of failing at its first
+    model load. A caller who names ``paper`` gets it, and its error where it cannot run."""
+    if name != PAPER.name:
+        return profile(name)
+    chosen = auto()
+    return dataclasses.replace(chosen, chosen_by=f"{by} names {name}; {chosen.chosen_by}")
+
+
+def _paper_here() -> tuple[bool, str, str]:
+    """Whether the paper's profile can run here, why, and why in a few words: its libraries are
+    installed, and both models are in the hub cache or the hub answers within :data:`HUB_TIMEOUT_S`."""
     for module in ("torch", "FlagEmbedding", "huggingface_hub"):
         if importlib.util.find_spec(module) is None:
-            return False, f"{module} is not installed ({INSTALL_MODELS})"
+            return False, f"{module} is not installed ({INSTALL_MODELS})", f"{module} is not installed"
     repos = [PAPER.embedder.id] + ([PAPER.reranker.id] if PAPER.reranker else [])
     if all(_in_hub_cache(repo) for repo in repos):
-        return True, "bge-m3 and bge-reranker-v2-m3 are in the hub cache"
+        return True, "bge-m3 and bge-reranker-v2-m3 are in the hub cache", "in the hub cache"
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False, "the paper's models are not in the hub cache and HF_HUB_OFFLINE is set"
+        why = "the paper's models are not in the hub cache and HF_HUB_OFFLINE is set"
+        return False, why, "HF_HUB_OFFLINE is set"
     if _hub_answers(PAPER.embedder.id):
-        return True, "the model hub answers (the models download on first use)"
-    return False, (
+        return True, "the model hub answers (the models download on first use)", "the hub answers"
+    why = (
         "the paper's models are not in the hub cache and the model hub did not answer "
         f"(asked for at most {HUB_TIMEOUT_S:.0f} s)"
     )
+    return False, why, "no model hub answered"
 
 
 def _in_hub_cache(repo: str) -> bool:

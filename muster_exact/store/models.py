@@ -5,7 +5,8 @@ never mix in one score, but a read with another embedder than the one before wou
 answer differently (``auto`` picks the paper's models once the hub answers, cpu-small before).
 So the first read records the embedder in ``meta`` (``embedder:<namespace>``), and then:
 
-* no profile named (``auto``, by default): the recorded embedder's profile, said as the reason;
+* no profile named (``auto``, by default, or a preset's own): the recorded embedder's profile, said
+  as the reason;
 * a profile whose embedder is the recorded one: that profile;
 * any other: :class:`EmbedderMismatch`, naming both and how to re-embed
   (``Store.open(..., reembed=True)``, ``muster query --store F --models M --reembed``), which
@@ -15,13 +16,12 @@ So the first read records the embedder in ``meta`` (``embedder:<namespace>``), a
 from __future__ import annotations
 
 import dataclasses
-import os
 import sqlite3
 from pathlib import Path
 
 from muster_exact.core.errors import EmbedderMismatch
-from muster_exact.memory import presets
-from muster_exact.models import AUTO, MODELS_ENV, PROFILES, Models, from_directory, profile
+from muster_exact.memory import models_for, named_models
+from muster_exact.models import PROFILES, Models, from_directory
 
 
 def key(namespace: str) -> str:
@@ -40,16 +40,6 @@ def record(db: sqlite3.Connection, namespace: str, embedder: str) -> None:
     )
 
 
-def named(preset: str | None, models: str | Models | None) -> str | Models | None:
-    """The models a caller named: ``models``, else the preset's, else $MUSTER_MODELS; None (or
-    ``auto``) when none was named, so the store's own may be used."""
-    if models is not None:
-        return models
-    if preset is not None:
-        return presets.load(preset).models
-    return os.environ.get(MODELS_ENV) or None
-
-
 def chosen(
     preset: str | None,
     models: str | Models | None,
@@ -57,11 +47,11 @@ def chosen(
     namespace: str,
     reembed: bool = False,
 ) -> Models:
-    """The models a read of ``namespace`` uses, given the embedder it recorded (None: none yet)."""
-    asked = named(preset, models)
-    if embedder is not None and asked in (None, AUTO) and not reembed:
+    """The models a read of ``namespace`` uses, given the embedder it recorded (None: none yet).
+    A preset's models are not named ones: like ``auto``, they give way to the recorded embedder."""
+    if named_models(models) is None and embedder is not None and not reembed:
         return _recorded_profile(embedder, namespace)
-    picked = profile(asked or AUTO)
+    picked = models_for(preset, models)
     if embedder is not None and picked.embedder.key != embedder and not reembed:
         built_with = _profile_of(embedder) or embedder
         raise EmbedderMismatch(

@@ -52,7 +52,7 @@ class StoreState:
         self.path = path
         self.namespace = namespace
         self.preset = preset
-        self.models = models  # as named (None: the preset's, $MUSTER_MODELS, or the store's own)
+        self.models = models  # as named (None: $MUSTER_MODELS, else the store's own, else the preset's)
         self.reembed = reembed
         self._reads: Models | None = None  # what reads use, held to the recorded embedder
         self.access = access

@@ -14,7 +14,7 @@ from muster_exact import Plan
 from muster_exact.cli import build_parser
 from muster_exact.core import progress
 from muster_exact.core.pipes import EXIT_CLOSED_PIPE
-from tests.conftest import REPO, run_muster
+from tests.conftest import REPO, no_hub_env, run_muster
 
 
 def test_derive_text_file_explains(tmp_path) -> None:
@@ -229,3 +229,33 @@ def test_derive_with_models_gives_the_plan_a_build_uses(tmp_path) -> None:
     assert plan["stats"]["units"] > alone["stats"]["units"] and plan["retrieval"]["unit_size"] == "window"
     exact = run_muster("derive", str(path), "--json", "--models", "cpu-small", "--mode", "exact")
     assert json.loads(exact.stdout)["unit_budget"] == 512
+
+
+def test_the_auto_fallback_is_one_short_line_and_naming_the_models_silences_it(tmp_path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Caroline moved to Lisbon.\n\nMelanie stayed in Porto.\n", encoding="utf-8")
+    env = {**no_hub_env(tmp_path), "HF_HUB_OFFLINE": "1"}
+    done = run_muster("query", str(notes), "Where does Caroline live?", env=env)
+    assert done.returncode == 0 and "Lisbon" in done.stdout, done.stderr
+    (line,) = done.stderr.splitlines()  # one line: no file, line number or source line of Python's
+    assert line == (
+        "muster: warning: models: cpu-small (MiniLM), not the paper's (HF_HUB_OFFLINE is set); "
+        "choose with --models cpu-small|paper|DIR or $MUSTER_MODELS"
+    )
+    assert len(line) < 150
+    for named in (("--models", "cpu-small"), ()):
+        env_named = env if named else {**env, "MUSTER_MODELS": "cpu-small"}
+        quiet = run_muster("query", str(notes), "Where does Caroline live?", *named, env=env_named)
+        assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+def test_the_cli_leaves_other_warnings_to_python() -> None:
+    from muster_exact.cli import _one_line
+    from muster_exact.core.errors import ModelFallbackWarning
+
+    seen: list[tuple[object, ...]] = []
+    show = _one_line(lambda *args: seen.append(args))
+    show("old", DeprecationWarning, "x.py", 3, None, None)
+    assert seen == [("old", DeprecationWarning, "x.py", 3, None, None)]
+    show("models: cpu-small", ModelFallbackWarning, "hub.py", 1, None, None)
+    assert len(seen) == 1  # printed by the CLI itself, not passed on

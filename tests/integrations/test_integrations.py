@@ -106,7 +106,7 @@ def test_langgraph_node_recalls_into_state_and_remembers_the_turn(backend: Backe
     assert texts[0].startswith("My locker number is 417") and texts[-1].startswith("From memory:")
 
 
-def _graph(backend: Backend, state: type, model: Callable[..., Any], **options: str) -> Any:
+def _graph(backend: Backend, state: type, model: Callable[..., Any], **options: Any) -> Any:
     """memory -> model -> remember, the graph an agent builds around its chat model."""
     from langgraph.graph import END, START, StateGraph
 
@@ -123,7 +123,7 @@ def _graph(backend: Backend, state: type, model: Callable[..., Any], **options: 
     return graph.compile()
 
 
-def _messages_graph(backend: Backend, state: type, **options: str) -> Any:
+def _messages_graph(backend: Backend, state: type, **options: Any) -> Any:
     from langchain_core.messages import AIMessage
 
     def model(state: dict[str, Any]) -> dict[str, Any]:  # a stand-in: it answers from what it was shown
@@ -179,6 +179,33 @@ def test_langgraph_node_with_a_custom_key_and_a_clear_error_without_one(backend:
         node({"messages": [], "topic": "boilers"})
     with pytest.raises(InputError, match=r"state\['prompt'\]"):
         memory_node(backend, question_key="prompt")({"question": "q"})
+
+
+@pytest.mark.parametrize("remember_question", [True, False])
+def test_langgraph_node_keeps_the_question_or_not_as_asked(backend: Backend, remember_question: bool) -> None:
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import HumanMessage
+    from langgraph.graph import MessagesState
+
+    backend.remember("The boiler was serviced on 3 March.")
+    app = _messages_graph(backend, MessagesState, remember_question=remember_question)
+    out = app.invoke({"messages": [HumanMessage("When was the boiler serviced?", id="m1")]})
+    answer = out["messages"][-1].content
+    assert "3 March" in answer  # the question is read (recalled with) either way
+    texts = [r["text"] for r in backend.store().records()]
+    asked = ["When was the boiler serviced?"] if remember_question else []
+    assert texts == ["The boiler was serviced on 3 March.", *asked, answer]  # the answer is kept either way
+
+
+def test_langgraph_node_keeps_the_question_by_default_and_refuses_a_non_bool(backend: Backend) -> None:
+    pytest.importorskip("langgraph")
+    from muster_exact.core.errors import InputError
+    from muster_exact.integrations.langgraph_node import memory_node
+
+    memory_node(backend)({"question": "My locker number is 417."})
+    assert [r["text"] for r in backend.store().records()] == ["My locker number is 417."]
+    with pytest.raises(InputError, match="remember_question must be True or False, not 'no'"):
+        memory_node(backend, remember_question="no")  # type: ignore[arg-type]
 
 
 def test_langchain_retriever_returns_documents_with_ids(backend: Backend) -> None:

@@ -9,6 +9,7 @@ the hub does.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from muster_exact.core.errors import EmbedderMismatch, ResourceMissing
-from muster_exact.models import from_directory, profile, resolve
+from muster_exact.models import fallback_line, from_directory, profile, resolve
 from muster_exact.store import Store
 from tests.conftest import REPO, no_hub_env, run_muster
 
@@ -33,9 +34,11 @@ def minilm_dir() -> Path:
     return resolve(profile("cpu-small").embedder)
 
 
-def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_python(code: str, env: dict[str, str], cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    if cwd != REPO:  # the checkout's muster_exact, wherever it runs
+        env = {**env, "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])}
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=600
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=600
     )
 
 
@@ -52,8 +55,42 @@ def test_muster_query_with_no_flag_and_no_hub_reads_with_the_cpu_profile_and_say
     assert done.returncode == 0, done.stderr
     assert "Caroline moved to Lisbon" in done.stdout.split("--- context ---")[1]
     assert "models: cpu-small (auto: the paper's models are not in the hub cache" in done.stdout
-    notices = [line for line in done.stderr.splitlines() if "models: cpu-small" in line]
-    assert len(notices) == 1 and notices[0].startswith("WARNING") and "--models paper" in notices[0]
+    assert done.stderr.splitlines() == [f"muster: warning: {fallback_line('no model hub answered')}"]
+
+
+def test_the_fallback_is_one_warning_per_process_in_python_shown_by_default(tmp_path: Path) -> None:
+    """The library's logger has no handler, so a log line alone would be silent in Python."""
+    code = (
+        "import muster_exact as muster\n"
+        "notes = ['Caroline moved to Lisbon.', 'Melanie stayed in Porto.']\n"
+        "store = muster.Store.open('agent.muster')\n"
+        "store.add(notes)\n"
+        "for _ in range(3):  # builds and store reads, each choosing models by auto\n"
+        "    mem = muster.build(notes)\n"
+        "    store.context('Where does Caroline live?')\n"
+        "print(mem.models.name, store.read_models().name)\n"
+    )
+    done = run_python(code, {**no_hub_env(tmp_path), "PYTHONWARNINGS": "always"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cpu-small", "cpu-small"]
+    # Python's display: the file and line, then the source line. Given once, though every
+    # warning is shown each time it is given here (PYTHONWARNINGS=always).
+    shown = [line for line in done.stderr.splitlines() if "ModelFallbackWarning:" in line]
+    said = f"ModelFallbackWarning: {fallback_line('no model hub answered')}"
+    assert len(shown) == 1 and shown[0].endswith(said), done.stderr
+
+
+def test_named_models_give_no_fallback_warning(tmp_path: Path) -> None:
+    code = (
+        "import warnings\n"
+        "warnings.simplefilter('error')  # any warning would fail the build\n"
+        "import muster_exact as muster\n"
+        "mem = muster.build(['Caroline moved to Lisbon.'], models='cpu-small')\n"
+        "print(mem.context('Where does Caroline live?').text)\n"
+    )
+    done = run_python(code, no_hub_env(tmp_path))
+    assert done.returncode == 0 and "Lisbon" in done.stdout, done.stderr
+    assert "Warning" not in done.stderr
 
 
 def test_the_seed_quick_start_with_no_models_argument_returns_a_context(tmp_path: Path) -> None:
