@@ -89,7 +89,7 @@ def _write_contexts(
 ) -> None:
     """Each question of this shard's stores not done yet: its context line and its timing.
     ``stage.progress``: one count over them all on stderr, with questions/s and an ETA (a bar on
-    a terminal, a line per tenth in a log)."""
+    a terminal, a line per tenth or per 30 s in a log)."""
     shard, shards = cfg.stage.shard, cfg.stage.shards
     cache_path = None  # the default vector cache under $MUSTER_HOME
     mine = [(i, store) for i, store in enumerate(all_stores) if i % shards == shard]

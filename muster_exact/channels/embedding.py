@@ -68,8 +68,9 @@ def piece_vectors(
 
 
 def _announced(embed: Any, model_id: str) -> Any:
-    """The embedder's one call, with a line as it starts and as it ends where progress is shown
-    (on a terminal the embedder draws its own bar too)."""
+    """The embedder's one call, with a line as it starts and as it ends where progress is shown;
+    in between, an embedder that counts its passes (the numpy and torch float64 ones) says its
+    estimate and then draws a bar or writes lines (:func:`muster_exact.core.progress.embedding`)."""
 
     def call(texts: list[str]) -> Any:
         with step(f"embed ({model_id})", len(texts), "pieces"):

@@ -54,7 +54,8 @@ def _quiet_option(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) 
         "--quiet",
         action="store_true",
         default=default,
-        help="no progress on stderr for long work (a bar on a terminal, else a line per tenth)",
+        help="no progress on stderr for long work (an embedding's estimate, then a bar on a terminal, "
+        "else a line per tenth or per 30 s)",
     )
 
 

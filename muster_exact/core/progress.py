@@ -11,14 +11,17 @@ Two forms, chosen by what stderr is:
 - a terminal: a tqdm bar (count, rate, ETA) redrawn in place, where tqdm is
   installed (it comes with sentence-transformers);
 - anything else (a log file, CI, a pipe): :class:`Lines`, one plain line at
-  each tenth of the way and at the end, with the rate and the ETA, and no
-  carriage return, so a log holds a handful of readable lines.
+  each tenth of the way or every :data:`EVERY_S` seconds, whichever comes
+  first, and at the end, with the rate and the ETA, and no carriage return,
+  so a log holds a few readable lines however long the work.
 
 The stages that take long on a big store report through :func:`bar` (the
 per-text analyses of the memo: token counts, BM25 documents, entities,
-word-piece windows) or :func:`step` (the embedder: one call, so its batches,
-and its vectors, stay those of one call; on a terminal it also draws its
-own bar).
+word-piece windows), :func:`step` (the embedder's one call, a line as it starts
+and as it ends: its batches, and its vectors, stay those of one call) and,
+inside that call, :func:`embedding` (the embedder's passes: first one line with
+an estimate of the whole, measured on its first passes, then the bar or the
+lines).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import contextlib
 import contextvars
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 _SHOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("muster_progress", default=False)
@@ -36,8 +39,18 @@ SHOWN_FROM = 5_000
 CHUNK = 2_000
 # An embedder call this small is over before a line about it would help.
 STEP_FROM = 200
-# Lines (not a terminal): one at each tenth of the way.
+# Lines (not a terminal): one at each tenth of the way, and one at least this often between two
+# tenths: a tenth of a 50 MB file's embedding is many minutes, too long a silence for a log.
 TENTHS = 10
+EVERY_S = 30.0
+# An embedder times its first passes for this long, or for this share of its texts if that comes
+# first (a small call is then still estimated before its first tenth), and says what the whole
+# will take at that rate.
+SAMPLE_S = 2.0
+SAMPLE_SHARE = 0.05
+
+# Seconds from an arbitrary start (``now``); a test passes its own to prove the time rules without waiting.
+Clock = Callable[[], float]
 
 
 class Progress(Protocol):
@@ -76,21 +89,32 @@ class Silent:
 
 
 class Lines:
-    """Progress for a log: a line at each tenth of ``total`` and one at the end, e.g.
+    """Progress for a log: a line at each tenth of ``total`` or ``every`` seconds after the last
+    line, whichever comes first, and one at the end, e.g.
     ``locomo muster: 397/1986 q (20%), 3.1 q/s, ETA 8:32``. The rate counts only the steps
     done here (``initial`` ones were done by an earlier run)."""
 
-    def __init__(self, total: int, desc: str, unit: str, initial: int = 0) -> None:
-        self.total, self.desc, self.unit = total, desc, unit
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        unit: str,
+        initial: int = 0,
+        *,
+        every: float = EVERY_S,
+        now: Clock = time.perf_counter,
+    ) -> None:
+        self.total, self.desc, self.unit, self.every = total, desc, unit, every
         self.done = self._start = initial
-        self._started = time.perf_counter()
+        self._now = now
+        self._started = self._last = now()
         self._tenth = self._tenth_of(initial)
         self._written = initial
 
     def update(self, n: int = 1) -> None:
         self.done += n
         tenth = self._tenth_of(self.done)
-        if tenth > self._tenth:
+        if tenth > self._tenth or self._now() - self._last >= self.every:
             self._tenth = tenth
             self._write()
 
@@ -103,7 +127,8 @@ class Lines:
 
     def _write(self) -> None:
         self._written = self.done
-        seconds = time.perf_counter() - self._started
+        self._last = self._now()
+        seconds = self._last - self._started
         rate = (self.done - self._start) / seconds if seconds > 0 else 0.0
         left = (self.total - self.done) / rate if rate > 0 else None
         percent = 100 * self.done // self.total if self.total else 100
@@ -125,11 +150,77 @@ def bar(
     whether it is asked for, when the caller has its own switch (else: inside :func:`shown`)."""
     if not (_SHOWN.get() if asked is None else asked) or total < shown_from:
         return Silent()
+    return _drawn(total, desc, unit, initial, time.perf_counter)
+
+
+def _drawn(total: int, desc: str, unit: str, initial: int, now: Clock) -> Progress:
+    """A tqdm bar on a terminal, else :class:`Lines`."""
     tqdm = _tqdm() if _terminal() else None
     if tqdm is None:
-        return Lines(total, desc, unit, initial)
+        return Lines(total, desc, unit, initial, now=now)
     drawn: Progress = tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=False, file=sys.stderr)
     return drawn
+
+
+class Estimated:
+    """Progress of one embedder call over ``total`` pieces: its first passes are timed (the first
+    :data:`SAMPLE_S` seconds or :data:`SAMPLE_SHARE` of the pieces, whichever comes first) with
+    nothing shown, then one line says what the whole will take at that rate, e.g. ``embedding
+    12,345 pieces: about 3 min on this machine (measured 68.2 pieces/s on the first 137)``, and
+    the bar or the lines take over from there. The estimate is a fair one because the embedder's
+    passes come in :func:`spread` order: its first passes are a sample of all the lengths."""
+
+    def __init__(self, total: int, *, now: Clock = time.perf_counter) -> None:
+        self.total, self.done = total, 0
+        self._now = now
+        self._started = now()
+        self._shown: Progress | None = None
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self._shown is not None:
+            self._shown.update(n)
+            return
+        seconds = self._now() - self._started
+        sampled = seconds >= SAMPLE_S or self.done >= SAMPLE_SHARE * self.total
+        if sampled and seconds > 0 and self.done < self.total:  # (a call over within it: no estimate)
+            rate = self.done / seconds
+            say(
+                f"embedding {self.total:,} pieces: {about(self.total / rate)} on this machine "
+                f"(measured {rate:.1f} pieces/s on the first {self.done:,})"
+            )
+            self._shown = _drawn(self.total, "embedding", "pieces", self.done, self._now)
+
+    def close(self) -> None:
+        if self._shown is not None:
+            self._shown.close()
+
+
+def embedding(total: int, *, now: Clock = time.perf_counter) -> Progress:
+    """The progress of an embedder's one call over ``total`` pieces (:class:`Estimated`), where
+    progress is shown and the call is large enough for its :func:`step` lines."""
+    if not _SHOWN.get() or total < STEP_FROM:
+        return Silent()
+    return Estimated(total, now=now)
+
+
+# The golden ratio's fractional part (see spread).
+GOLDEN = (5**0.5 - 1) / 2
+
+
+def spread(count: int) -> list[int]:
+    """0 .. ``count`` - 1 in an order whose every first part is spread evenly over the whole. An
+    embedder sorts its passes by text length (texts of one length share a pass); taken in this
+    order instead, the first tenth of the passes holds about a tenth of the short texts and a tenth
+    of the long ones, so pieces/s is steady from the start and an estimate from the first passes
+    holds. Only the order changes: each pass holds the same texts, so the vectors are the same."""
+    # The k-th index taken is where k * GOLDEN mod 1 ranks among the count points: each next one
+    # falls in the largest gap the ones before it left.
+    ranked = sorted(range(count), key=lambda k: (k * GOLDEN) % 1.0)
+    order = [0] * count
+    for rank, k in enumerate(ranked):
+        order[k] = rank
+    return order
 
 
 @contextlib.contextmanager
@@ -150,6 +241,17 @@ def step(desc: str, count: int, unit: str, *, shown_from: int = STEP_FROM) -> It
 def say(line: str) -> None:
     """One progress line on stderr (only called where progress was asked for)."""
     print(line, file=sys.stderr, flush=True)
+
+
+def about(seconds: float) -> str:
+    """A duration as a person says it ahead: ``about 40 s``, ``about 3 min``, ``about 2 h 10 min``."""
+    if seconds < 59.5:
+        return f"about {max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"about {minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
 
 
 def clock(seconds: float | None) -> str:

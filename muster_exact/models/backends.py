@@ -100,8 +100,12 @@ class SentenceTransformerEmbedder:
         np_ = require("numpy")
         torch = require("torch")
         out: np.ndarray = np_.empty((len(texts), _dimension(self._model)), dtype=np_.float32)
-        with _bar(len(texts)) as bar:
-            for count, members in sorted(self._by_token_count(texts).items()):
+        groups = sorted(self._by_token_count(texts).items())
+        shown = progress.embedding(len(texts))  # an estimate, then a bar or lines, where shown
+        try:
+            # Spread, not by length: progress runs at an even pace (each group's call is the same).
+            for index in progress.spread(len(groups)):
+                count, members = groups[index]
                 rows = self._model.encode(
                     [texts[i] for i in members],
                     batch_size=max(1, EMBED_TOKENS // count),
@@ -110,7 +114,9 @@ class SentenceTransformerEmbedder:
                     show_progress_bar=False,
                 )
                 out[members] = rows.to(torch.float32).numpy()
-                bar.update(len(members))
+                shown.update(len(members))
+        finally:
+            shown.close()
         return out
 
     def _by_token_count(self, texts: list[str]) -> dict[int, list[int]]:
@@ -132,12 +138,6 @@ def _tokenized(model: Any, texts: list[str]) -> Any:
 def _dimension(model: Any) -> int:
     get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(get() or 0)
-
-
-def _bar(total: int) -> Any:
-    """A progress bar over texts embedded, drawn where progress is shown (else a silent one)."""
-    tqdm = require("tqdm").tqdm
-    return tqdm(total=total, unit="text", disable=not progress.enabled() or total < 2)
 
 
 class BGEM3Embedder:

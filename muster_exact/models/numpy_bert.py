@@ -116,20 +116,19 @@ class NumpyBert:
         return [e.ids for e in self._tokenizer.encode_batch([t.strip() for t in texts])]
 
     def embed_ids(self, ids: list[list[int]], done: Callable[[int], None] | None = None) -> np.ndarray:
-        """Unit float32 vectors of texts given as word-piece ids, one forward pass per length
-        (``done``: told how many texts each pass finished)."""
+        """Unit float32 vectors of texts given as word-piece ids, texts of one length per forward
+        pass (``done``: told how many texts each pass finished)."""
+        from muster_exact.core.progress import spread
+
         xp = self._np
         out: np.ndarray = xp.empty((len(ids), self.dimension), dtype=xp.float32)
-        by_length: dict[int, list[int]] = {}
-        for position, pieces in enumerate(ids):
-            by_length.setdefault(len(pieces), []).append(position)
-        for length, members in sorted(by_length.items()):
-            step = max(1, BATCH_TOKENS // length)
-            for start in range(0, len(members), step):
-                chunk = members[start : start + step]
-                out[chunk] = self.forward(xp.asarray([ids[i] for i in chunk], dtype=xp.int64))
-                if done is not None:
-                    done(len(chunk))
+        batches = _batches(ids)
+        # Spread, not by length: progress then runs at an even pace (each pass is the same).
+        for index in spread(len(batches)):
+            batch = batches[index]
+            out[batch] = self.forward(xp.asarray([ids[i] for i in batch], dtype=xp.int64))
+            if done is not None:
+                done(len(batch))
         return out
 
     def forward(self, ids: np.ndarray) -> np.ndarray:
@@ -187,6 +186,19 @@ class NumpyBert:
         return x
 
 
+def _batches(ids: list[list[int]]) -> list[list[int]]:
+    """The texts' positions in forward passes: texts of one length, in input order, at most
+    ``BATCH_TOKENS`` word pieces a pass (at least one text); by length, shortest first."""
+    by_length: dict[int, list[int]] = {}
+    for position, pieces in enumerate(ids):
+        by_length.setdefault(len(pieces), []).append(position)
+    batches: list[list[int]] = []
+    for length, members in sorted(by_length.items()):
+        step = max(1, BATCH_TOKENS // length)
+        batches.extend(members[start : start + step] for start in range(0, len(members), step))
+    return batches
+
+
 def _linear(name: str) -> bool:
     """A linear layer's weight (stored out x in; kept transposed, in x out, for ``x @ W``)."""
     return name.endswith((".query.weight", ".key.weight", ".value.weight", ".dense.weight"))
@@ -204,9 +216,7 @@ class NumpyEmbedder:
         from muster_exact.core import progress
 
         ids = self._bert.token_ids(texts)
-        # A bar where one is drawn (a terminal), as the torch path's; in a log or a pipe the
-        # caller's step lines (start, end with the rate) stand for it.
-        shown = progress.bar(len(texts), "embedding", shown_from=progress.STEP_FROM, asked=progress.enabled())
+        shown = progress.embedding(len(texts))  # an estimate, then a bar or lines, where shown
         try:
             vectors = self._bert.embed_ids(ids, shown.update)
         finally:

@@ -1,5 +1,7 @@
 """Progress: shown only when asked for, on stderr only, a bar on a terminal and plain lines
-elsewhere; the blocks it computes in give what one call gives."""
+elsewhere (at each tenth or every 30 s, whichever comes first: proved on a clock moved by hand);
+an embedding's estimate comes before its first line; the blocks it computes in give what one
+call gives."""
 
 from __future__ import annotations
 
@@ -135,3 +137,82 @@ def test_nothing_unless_asked_and_a_step_says_when_it_starts_and_ends(capsys) ->
     assert started == "embed (m): 500 pieces ..."
     assert re.fullmatch(r"embed \(m\): 500 pieces in \d+:\d\d, [\d.]+ pieces/s", ended)
     assert progress.clock(3725) == "1:02:05" and progress.clock(65) == "1:05" and progress.clock(None) == "?"
+
+
+class Clock:
+    """A clock a test moves by hand: the time rules are proved without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _at(clock: Clock, shown: progress.Progress, steps: list[tuple[float, int]]) -> None:
+    for seconds, n in steps:
+        clock.now = seconds
+        shown.update(n)
+
+
+def test_lines_at_each_tenth_or_every_30_s_whichever_comes_first(capsys) -> None:
+    clock = Clock()
+    lines = progress.Lines(1000, "x", "q", now=clock)
+    assert lines.every == progress.EVERY_S == 30
+    # 100 at 12 s: a tenth. 120 at 42 s: 30 s since the last line. 200 at 60 s: a tenth, though
+    # only 18 s later. 210 at 95 s: 35 s since the last line.
+    _at(clock, lines, [(10, 50), (12, 50), (41, 10), (42, 10), (50, 10), (60, 70), (89, 5), (95, 5)])
+    err = capsys.readouterr().err.splitlines()
+    assert [int(LINE.fullmatch(line)["done"]) for line in err] == [100, 120, 200, 210]  # type: ignore[index]
+    assert err[1] == "x: 120/1000 q (12%), 2.9 q/s, ETA 5:08"  # 120 in 42 s; 880 left at that rate
+
+
+def test_the_interval_is_a_parameter(capsys) -> None:
+    clock = Clock()
+    lines = progress.Lines(1000, "x", "q", now=clock, every=5)
+    _at(clock, lines, [(4, 1), (5, 1), (9, 1), (10, 1)])
+    done = [int(LINE.fullmatch(line)["done"]) for line in capsys.readouterr().err.splitlines()]  # type: ignore[index]
+    assert done == [2, 4]  # at 5 s and at 10 s
+
+
+def test_an_embedding_says_its_estimate_before_its_first_line(capsys) -> None:
+    clock = Clock()
+    with progress.shown(True):
+        shown = progress.embedding(1000, now=clock)
+        assert isinstance(progress.embedding(progress.STEP_FROM - 1), progress.Silent)
+    assert isinstance(progress.embedding(1000), progress.Silent)  # not asked for
+    # The sample ends at 5% of the pieces (50, at 2 s: 25 pieces/s); then a line at each tenth.
+    _at(clock, shown, [(0.5, 10), (1.0, 10), (2.0, 30), (4.0, 50), (6.0, 50), (8.0, 50)])
+    shown.close()
+    estimate, *lines = capsys.readouterr().err.splitlines()
+    assert estimate == (
+        "embedding 1,000 pieces: about 40 s on this machine (measured 25.0 pieces/s on the first 50)"
+    )
+    assert lines == [
+        "embedding: 100/1000 pieces (10%), 25.0 pieces/s, ETA 0:36",
+        "embedding: 200/1000 pieces (20%), 25.0 pieces/s, ETA 0:32",
+    ]
+
+
+def test_a_long_embedding_is_estimated_after_its_first_seconds(capsys) -> None:
+    clock = Clock()
+    with progress.shown(True):
+        shown = progress.embedding(1_000_000, now=clock)
+        quick = progress.embedding(300, now=clock)
+    _at(clock, shown, [(1.0, 100), (progress.SAMPLE_S, 100)])
+    quick.update(300)  # over within its sample: nothing to estimate
+    quick.close()
+    assert capsys.readouterr().err.splitlines() == [
+        "embedding 1,000,000 pieces: about 2 h 47 min on this machine "
+        "(measured 100.0 pieces/s on the first 200)"
+    ]
+
+
+def test_a_spread_order_takes_a_fair_share_of_every_part_first() -> None:
+    for count in (0, 1, 7, 105, 1000):
+        assert sorted(progress.spread(count)) == list(range(count))
+    first_tenth = progress.spread(1000)[:100]
+    assert all(9 <= sum(i // 100 == part for i in first_tenth) <= 11 for part in range(10))
+    assert [progress.about(s) for s in (0.2, 40, 59.4, 170, 3600, 7830)] == [
+        "about 1 s", "about 40 s", "about 59 s", "about 3 min", "about 1 h", "about 2 h 10 min"
+    ]  # fmt: skip

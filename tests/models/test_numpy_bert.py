@@ -6,10 +6,13 @@
    piece to past the window, where both truncate.
 2. The cpu-small build and read paths (the library, the CLI) run with torch unimportable: a
    ``torch`` package that raises when imported is put first on the path of a fresh interpreter.
+3. Its passes come in spread order with progress between them (issue 31), and every vector is
+   the bits the passes in length order gave, alone, in a batch or in chunks.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +22,8 @@ import numpy as np
 import pytest
 
 from muster_exact import models
-from muster_exact.models.numpy_bert import NumpyEmbedder, runs_on_numpy
+from muster_exact.core import progress
+from muster_exact.models.numpy_bert import NumpyEmbedder, _batches, runs_on_numpy
 from muster_exact.verify.corpora import beam_stores, locomo_stores
 from tests.conftest import REPO, run_muster, torch_blocked_env
 
@@ -75,6 +79,25 @@ def test_the_numpy_vectors_are_the_torch_float64_vectors(texts: list[str]) -> No
     assert differing <= len(texts) // 100, f"{differing} of {len(texts)} vectors differ"
     # One text alone gives the bits it gives in a batch (no padding, one length per pass).
     assert (numpy_path.embed([texts[-1]])[0] == ours[-1]).all()
+
+
+def test_the_spread_passes_and_their_progress_change_no_vector(data: Path, capsys) -> None:
+    conversation = json.loads((data / "locomo" / "locomo10.json").read_text())[0]["conversation"]
+    texts = [turn["text"] for turns in conversation.values() if isinstance(turns, list) for turn in turns]
+    embedder = models.load_embedder(MINILM)
+    with progress.shown(True):  # stderr is no terminal here: the estimate and the lines
+        shown = embedder.embed(texts)
+    assert f"embedding {len(texts)} pieces: about " in capsys.readouterr().err
+    bert = embedder._bert  # type: ignore[attr-defined]
+    ids = bert.token_ids(texts)
+    by_length = np.empty_like(shown)  # the passes in length order, as before issue 31
+    for batch in _batches(ids):
+        by_length[batch] = bert.forward(np.asarray([ids[i] for i in batch], dtype=np.int64))
+    assert np.array_equal(shown, by_length)
+    chunked = np.vstack([embedder.embed(texts[i : i + 100]) for i in range(0, len(texts), 100)])
+    assert np.array_equal(chunked, shown)
+    alone = np.vstack([embedder.embed([text]) for text in texts[::20]])
+    assert np.array_equal(alone, shown[::20])
 
 
 LIBRARY = """
