@@ -40,7 +40,7 @@ DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LANGUAGES = {"python", "sh", "json", "text"}
 FENCE = re.compile(r"^```(\S*)\s*$")
 # The muster commands a document's shell block runs for real; the rest are parsed only.
-RUN = {"derive", "add", "query", "forget", "info", "presets"}
+RUN = {"derive", "add", "query", "forget", "info", "presets", "list", "export", "import", "update"}
 # Commands a shell block may show that are about the machine, not this project.
 MACHINE = {"export", "cd", "git"}
 
@@ -170,7 +170,11 @@ def check_harness(words: list[str]) -> None:
             check(compose("config", overrides=list(combination)))
 
 
-def check_muster(words: list[str], cwd: Path, env: dict[str, str], stdin: str | None) -> None:
+def check_muster(
+    words: list[str], cwd: Path, env: dict[str, str], stdin: str | None, out: str | None = None
+) -> None:
+    """Parsed by the CLI's parser; run for real when in ``RUN`` (``out``: where ``> FILE`` puts
+    its standard output, for the next command to read)."""
     from muster_exact.cli import build_parser
 
     try:
@@ -180,6 +184,8 @@ def check_muster(words: list[str], cwd: Path, env: dict[str, str], stdin: str | 
     if words[0] in RUN:
         done = run_muster(*words, env=env, cwd=cwd, stdin=stdin, timeout=600)
         assert done.returncode == 0, f"muster {' '.join(words)}: {done.stderr}"
+        if out is not None:
+            (cwd / out).write_text(done.stdout, encoding="utf-8")
 
 
 def test_the_shell_blocks_are_real_commands(tmp_path: Path) -> None:
@@ -196,10 +202,13 @@ def test_the_shell_blocks_are_real_commands(tmp_path: Path) -> None:
             if pipeline[0][0] == "echo" and len(pipeline) == 2:  # its text is the command's input
                 stdin, pipeline = " ".join(pipeline[0][1:]) + "\n", pipeline[1:]
             assert len(pipeline) == 1, f"{block.where()}: no rule for this pipeline in {__file__}"
-            words = pipeline[0]
+            words, out = pipeline[0], None
+            if ">" in words:  # `muster export ... > dump.jsonl`: the next command reads the file
+                at = words.index(">")
+                words, out = words[:at], words[at + 1]
             where = f"{block.where()}: {' '.join(words)}"
             if words[0] == "muster":
-                check_muster(words[1:], tmp_path, env, stdin)
+                check_muster(words[1:], tmp_path, env, stdin, out)
                 ran += words[1] in RUN
             elif words[:3] == ["python", "-m", "harness"]:
                 check_harness(words[3:])
