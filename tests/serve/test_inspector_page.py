@@ -169,6 +169,7 @@ def test_forget_and_update_buttons_change_the_store(browser: Any, served: Server
     driver.find_element("css selector", "#edit-form button[type=submit]").click()
     row = f'tr[data-id="{edited}"] td.text'
     inspector.until(driver, lambda d: d.find_element("css selector", row).text.startswith("The support"))
+    assert driver.switch_to.active_element.get_attribute("aria-label") == f"Update record {edited}"
     record = server_records(served)[edited]
     assert record["text"] == "The support group meets on Tuesdays now."
     assert (record["speaker"], record["time"], record["metadata"]) == (

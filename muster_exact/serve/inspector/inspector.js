@@ -5,7 +5,7 @@ import { api, el, NeedsToken, say, withToken } from "./common.js";
 
 const PAGE = 20;
 const $ = (id) => document.getElementById(id);
-const state = { namespace: null, offset: 0, total: 0, channels: [] };
+const state = { namespace: null, offset: 0, total: 0, channels: [], editing: null };
 
 function query(params) {
   const shown = Object.entries(params).filter(([, v]) => v !== null && v !== undefined);
@@ -56,7 +56,7 @@ function recordRow(record) {
   forget.addEventListener("click", () => act(() => forgetRecord(record.id)));
   const edit = el("button", { type: "button", class: "edit", text: "Update" });
   edit.setAttribute("aria-label", `Update record ${record.id}`);
-  edit.addEventListener("click", () => openEdit(record));
+  edit.addEventListener("click", () => openEdit(record, edit));
   return el(
     "tr", { "data-id": record.id },
     el("td", { text: record.id }),
@@ -75,29 +75,48 @@ async function forgetRecord(id) {
   await refresh();
 }
 
-function openEdit(record) {
-  const form = $("edit-form");
-  form.dataset.id = record.id;
+function openEdit(record, opener) {
+  state.editing = { record, opener };
   $("edit-title").textContent = `Update record ${record.id}`;
   $("edit-text").value = record.text;
   $("edit-speaker").value = record.speaker ?? "";
   $("edit-time").value = record.time ?? "";
   $("edit-metadata").value = record.metadata === undefined ? "" : JSON.stringify(record.metadata);
-  form.hidden = false;
+  $("edit-form").hidden = false;
   $("edit-text").focus();
 }
 
+// The record as edited: the fields the form shows replaced, any other field (role) kept as it was,
+// and a field left as shown kept with its type (a time given as a number stays a number).
+function edited(original) {
+  const { id, ...record } = original;
+  record.text = $("edit-text").value;
+  for (const name of ["speaker", "time"]) {
+    const value = $(`edit-${name}`).value;
+    if (value !== String(original[name] ?? "")) record[name] = value;
+    if (value === "") delete record[name];
+  }
+  const metadata = $("edit-metadata").value.trim();
+  if (metadata) record.metadata = parsed(metadata, "metadata");
+  else delete record.metadata;
+  return [id, record];
+}
+
 async function saveEdit() {
-  const form = $("edit-form");
-  const record = { text: $("edit-text").value };
-  if ($("edit-speaker").value) record.speaker = $("edit-speaker").value;
-  if ($("edit-time").value) record.time = $("edit-time").value;
-  if ($("edit-metadata").value.trim()) record.metadata = parsed($("edit-metadata").value, "metadata");
-  const path = `/v1/records/${encodeURIComponent(form.dataset.id)}`;
-  await api("PUT", path, { record, namespace: state.namespace });
-  form.hidden = true;
-  say(`Updated ${form.dataset.id}.`);
+  const [id, record] = edited(state.editing.record);
+  await api("PUT", `/v1/records/${encodeURIComponent(id)}`, { record, namespace: state.namespace });
+  $("edit-form").hidden = true;
+  state.editing = null;
+  say(`Updated ${id}.`);
   await refresh();
+  document.querySelector(`tr[data-id="${CSS.escape(id)}"] button.edit`)?.focus();
+}
+
+function closeEdit() {
+  $("edit-form").hidden = true;
+  const opener = state.editing?.opener;
+  state.editing = null;
+  if (opener?.isConnected) opener.focus();  // back where the keyboard was
 }
 
 function parsed(text, what) {
@@ -199,7 +218,7 @@ function start() {
     event.preventDefault();
     act(saveEdit);
   });
-  $("edit-cancel").addEventListener("click", () => { $("edit-form").hidden = true; });
+  $("edit-cancel").addEventListener("click", closeEdit);
 }
 
 start();
