@@ -193,3 +193,21 @@ def test_the_api_reference_lists_every_route_with_no_outside_script(browser: Any
     scripts = [s.get_attribute("src") for s in find(driver, "script")]
     assert scripts == [f"{served.url}/inspector/docs.js"]
     assert not errors(driver)
+
+
+def test_another_namespace_and_markup_in_a_record_shown_as_text(browser: Any, served: Server) -> None:
+    markup = '<img src="x" onerror="document.title=\'owned\'"><b>bold</b>'
+    note = {"records": [{"id": "n1", "text": markup}], "namespace": "notes"}
+    httpx.post(f"{served.url}/v1/add", json=note, headers=AUTH, timeout=60).raise_for_status()
+    driver = opened(browser, f"{served.url}/")
+    inspector.enter_token(driver, TOKEN)
+    rows = find(driver, "#namespaces tbody tr")
+    counts = {row.get_attribute("data-namespace"): row.text.split()[-1] for row in rows}
+    assert counts["notes"] == "1" and set(counts) == {"default", "notes"}
+    from selenium.webdriver.support.ui import Select  # here: the module loads without selenium
+
+    Select(driver.find_element("id", "namespace")).select_by_value("notes")
+    inspector.until(driver, lambda d: d.find_elements("css selector", 'tr[data-id="n1"]'))
+    cell = driver.find_element("css selector", 'tr[data-id="n1"] td.text')
+    assert cell.text == markup and not cell.find_elements("css selector", "*")  # text, not elements
+    assert driver.title == "MUSTER inspector" and not errors(driver)
