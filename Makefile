@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install browser test test-fast check reproduce report bench bench-scale fuzz peers study clean
+.PHONY: help install browser test test-fast check reproduce report inspector bench bench-scale fuzz peers study clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -71,6 +71,9 @@ reproduce: install  ## the main job on CPU: nine presets, every system, hashes a
 
 report: install  ## the results page, results/index.html (matrix, plots, bench, audit; static, no network), and its screenshot
 	$(BIN)/python scripts/report.py --screenshot results/index.png
+
+inspector: install  ## the inspector page (muster http, at /) over a LoCoMo conversation, in chromium: its screenshot, results/inspector.png
+	$(BIN)/python scripts/inspector_screenshot.py --data $(DATA) --out results/inspector.png
 
 bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_derive.py --data $(DATA) --out results/bench/derive.md

@@ -21,8 +21,9 @@ class NoBrowser(RuntimeError):
 
 
 @contextmanager
-def browser(page: Path, profile: Path) -> Iterator[Any]:
-    """A headless chromium showing ``page``, its profile under ``profile``; NoBrowser without one."""
+def browser(page: Path | str, profile: Path) -> Iterator[Any]:
+    """A headless chromium showing ``page`` (a file, or a URL), its profile under ``profile``;
+    NoBrowser without one."""
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not driver_path:
         raise NoBrowser("no chromium or chromedriver on PATH")
@@ -42,7 +43,7 @@ def browser(page: Path, profile: Path) -> Iterator[Any]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(str(driver_path)))
     try:
-        driver.get(page.as_uri())
+        driver.get(page if isinstance(page, str) else page.as_uri())
         yield driver
     finally:
         driver.quit()

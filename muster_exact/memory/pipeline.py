@@ -380,8 +380,8 @@ class Memory:
     def explain_query(
         self, query: str, units: int | None = None, *, allowed: Candidates | None = None
     ) -> tuple[Context, dict[str, Any]]:
-        """The context, with each channel's floor and proposals, the rerank order and why each
-        unit was kept, from one retrieval pass."""
+        """The context, with each channel's floor and proposals, the rerank order (and each
+        unit's score in it) and why each unit was kept, from one retrieval pass."""
         done = self.retrieve(query, units, allowed=allowed)
         return done.context, {
             "units_read": done.units_read,
@@ -392,6 +392,7 @@ class Memory:
                 for p in done.proposals
             ],
             "rerank_order": list(done.ranking.order),
+            "rerank_scores": [done.ranking.scores.get(u) for u in done.ranking.order],  # in that order
             "kept": [dataclasses.asdict(p) for p in done.context.provenance],
         }
 

@@ -1,5 +1,5 @@
-"""The one backend every server and integration calls: remember, recall, search, forget, update,
-records, export, info.
+"""The one backend every server and integration calls: remember, recall, search, inspect, forget,
+update, records, export, info.
 
 Each operation takes the values a caller sent, exactly as sent (no server
 coerces or defaults them first), validates them with the library's own
@@ -29,7 +29,7 @@ from typing import Any
 
 from muster_exact.core.errors import ErasePending, InputError, MusterError
 from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
-from muster_exact.retrieve.assemble import Context, record_label
+from muster_exact.retrieve.assemble import Context
 from muster_exact.store import (
     DEFAULT_NAMESPACE,
     DeleteResult,
@@ -177,6 +177,8 @@ class Backend:
         """The selected passages, best first, each with its unit id, records, their metadata and
         why it was chosen; no assembly (no grouping, no stored order); none for an empty
         namespace. ``where`` as for :meth:`recall`."""
+        from muster_exact.serve.inspection import search_passages
+
         query, units = _checked_read(query, units)
         checked_where(where)
         with self._using(namespace, create=False) as store:
@@ -185,9 +187,24 @@ class Backend:
                 return {"query": query, "passages": [], "head": head.to_dict()}
             return {
                 "query": query,
-                "passages": _passages(store, query, units, where),
+                "passages": search_passages(store, query, units, where),
                 "head": store.head().to_dict(),
             }
+
+    def inspect(
+        self, query: Any, units: Any = None, namespace: Any = None, where: Any = None
+    ) -> dict[str, Any]:
+        """One read with its reasons, as the inspector page shows it
+        (:mod:`muster_exact.serve.inspection`): the context, the passages kept (channels and their
+        ranks, rerank place and score, the floor or fill that kept each), each channel's floor, and
+        the first units left out after the cut. Checked as :meth:`recall` checks its input."""
+        from muster_exact.serve.inspection import inspected
+
+        query, units = _checked_read(query, units)
+        checked_where(where)
+        with self._using(namespace, create=False) as store:
+            answer = inspected(store, query, units, where)
+            return {**answer, "head": self._head_of(store, namespace).to_dict()}
 
     def forget(self, ids: Any = None, request_id: Any = None, namespace: Any = None) -> dict[str, Any]:
         """Delete records by id, or every record one request added, with every cached trace of
@@ -237,16 +254,21 @@ class Backend:
             return [] if store is None else [dumped(line) for line in store.export(every_namespace=False)]
 
     def info(self, namespace: Any = None, *, namespaces: bool = True) -> dict[str, Any]:
-        """This namespace's head, its plan (when it has records), the models reads use and, unless
-        ``namespaces=False`` (a caller who may not list them), the file's namespaces."""
+        """This namespace's head, its plan and the plan in words (``explain``, when it has
+        records), the models reads use and, unless ``namespaces=False`` (a caller who may not list
+        them), the file's namespaces and their record counts (``records_by_namespace``)."""
+        from muster_exact.retrieve.explain import explain
+
         with self._using(namespace, create=False) as store:
             head = self._head_of(store, namespace)
-            plan = store.plan().to_dict() if store is not None and head.records else None
-        out: dict[str, Any] = {"head": head.to_dict(), "plan": plan, "preset": self.preset}
+            plan = store.plan() if store is not None and head.records else None
+        out: dict[str, Any] = {"head": head.to_dict(), "preset": self.preset}
+        out["plan"], out["explain"] = (None, None) if plan is None else (plan.to_dict(), explain(plan))
         out["models"] = self._models_profile()
         out["pending_erasures"] = self._default.pending_erasures()  # deletes whose text is still on disk
         if namespaces:
-            out["namespaces"] = self._default.namespaces()
+            counts = self._default.namespace_records()
+            out["namespaces"], out["records_by_namespace"] = list(counts), counts
         return out
 
     # -- open namespaces
@@ -378,28 +400,6 @@ def _units(units: Any) -> int | None:
     if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= MAX_UNITS:
         raise InputError(f"units must be a whole number from 1 to {MAX_UNITS}, not {units!r}")
     return units
-
-
-def _passages(store: Store, query: str, units: int | None, where: Any) -> list[dict[str, Any]]:
-    context = store.context(query, units, where=where)
-    cut = store.memory().cut
-    metadata = {r: m for b in context.blocks for r, m in b.metadata.items()}
-    passages = []
-    for p in sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit)):
-        unit = cut.units[p.shown_as]
-        passages.append(
-            {
-                "unit": p.shown_as,
-                "text": cut.text(unit),
-                "records": (ids := [record_label(cut, r) for r in unit.records]),
-                "metadata": {r: metadata[r] for r in ids if r in metadata},
-                "channels": p.channels,
-                "rerank_rank": p.rerank_rank,
-                "rerank_score": p.rerank_score,
-                "reason": p.reason,
-            }
-        )
-    return passages
 
 
 def _close(stores: list[Store]) -> None:

@@ -12,11 +12,13 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+from muster_exact.serve import pages
 from muster_exact.serve.backend import TOKEN_ENV, ServeError
 
 log = logging.getLogger(__name__)
 
-OPEN_PATHS = ("/healthz",)
+# No token on these: the health check, and the pages a browser navigates to (they hold no data).
+OPEN_PATHS = ("/healthz", *pages.OPEN_PATHS)
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 JSON = "application/json"

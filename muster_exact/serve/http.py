@@ -5,9 +5,11 @@
     curl -s localhost:8765/v1/context -H 'Content-Type: application/json' -d '{"query":"Where is the mug?"}'
 
 Routes: ``POST /v1/add``, ``POST /v1/context``, ``POST /v1/search``,
-``POST /v1/delete``, ``PUT /v1/records/{id}``, ``GET /v1/records``,
-``GET /v1/export``, ``GET /v1/info``, ``GET /healthz``; the OpenAPI document
-at ``/openapi.json``. Binds 127.0.0.1 unless told otherwise. A delete is a
+``POST /v1/inspect``, ``POST /v1/delete``, ``PUT /v1/records/{id}``,
+``GET /v1/records``, ``GET /v1/export``, ``GET /v1/info``, ``GET /healthz``;
+the OpenAPI document at ``/openapi.json``, its reference page at ``/docs``
+and the inspector page at ``/`` (:mod:`muster_exact.serve.pages`: open paths,
+no data in them). Binds 127.0.0.1 unless told otherwise. A delete is a
 write like an add (the same guard, the same token); it answers 200 when the
 text is gone from every file, and 202 with the same body (``erase_pending:
 true``) when another connection's read keeps it on disk until the store's
@@ -24,7 +26,7 @@ HTML forms cannot send that type without the page asking first). A browser
 sends ``Origin`` with every write a page makes, so a write without one comes
 from a program (``curl -d '{...}'``, the seed README's lines): its body is read
 as JSON whatever its type, and only a body that is not JSON is 415. With a token (``$MUSTER_HTTP_TOKEN``, or
-``--token``) every route but ``/healthz`` needs ``Authorization: Bearer
+``--token``) every route but ``/healthz`` and the pages needs ``Authorization: Bearer
 <token>`` (401). A body over the limit is 413 before it is read. Field values
 are validated by the library (the backend), not here, so HTTP, MCP and the
 library refuse the same input with the same message (422). Nothing is written
@@ -59,6 +61,7 @@ from muster_exact.core.version import __version__
 from muster_exact.derive.declared import FORMATS
 from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError
 from muster_exact.serve.guard import Guard
+from muster_exact.serve.pages import add_pages
 from muster_exact.store import StoreError
 from muster_exact.store.dump import DEFAULT_PAGE
 
@@ -231,7 +234,10 @@ def create_app(
         title="MUSTER memory",
         version=__version__,
         description="Long-term memory that keeps every word: add records, read contexts.",
+        docs_url=None,  # FastAPI's pages load their scripts from a CDN; ours are in the package
+        redoc_url=None,
     )
+    add_pages(app)  # the inspector at /, the reference at /docs (muster_exact.serve.pages)
 
     @app.exception_handler(MusterError)
     async def muster_error(request: Request, exc: MusterError) -> JSONResponse:
@@ -244,8 +250,9 @@ def create_app(
         return _answer(422, detail)
 
     @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    def healthz() -> dict[str, Any]:
+        """Up; and whether the other routes need the token (a page asks for it only then)."""
+        return {"status": "ok", "token_required": token is not None}
 
     @app.post("/v1/add", operation_id="add", responses={200: {"links": _READS_OF_THE_ADDED}})
     def add(body: AddIn) -> dict[str, Any]:
@@ -261,6 +268,14 @@ def create_app(
     def search(body: QueryIn) -> dict[str, Any]:
         """The selected passages, best first, with ids and provenance; no assembly."""
         return backend.search(body.query, body.units, body.namespace, body.where)
+
+    @app.post("/v1/inspect", operation_id="inspect")
+    def inspect(body: QueryIn) -> dict[str, Any]:
+        """A context with its reasons, from one retrieval pass: each passage kept (the channels
+        that proposed it and their ranks, its rerank place and score, the floor or fill that kept
+        it, its parent and records), each channel's floor, and the units ranked just after the
+        cut (``left_out``), with the same fields. What the inspector page at ``/`` shows."""
+        return backend.inspect(body.query, body.units, body.namespace, body.where)
 
     @app.post(
         "/v1/delete",

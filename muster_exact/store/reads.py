@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from muster_exact.cache.vectors import drop_texts_not_in
@@ -29,6 +31,16 @@ if TYPE_CHECKING:
     from muster_exact.memory import Memory
     from muster_exact.models import Models
     from muster_exact.retrieve.assemble import Candidates, Context
+
+
+@dataclass(frozen=True)
+class Inspected:
+    """One read and what it chose from (:meth:`StoreReads.inspect_query`)."""
+
+    context: Context
+    details: dict[str, Any]  # as :meth:`StoreReads.explain_query` gives them; {} for an empty namespace
+    cut: Cut | None  # the units of the records read; None for an empty namespace
+    allowed: Candidates | None  # a filtered read's candidates; None when nothing was filtered
 
 
 class StoreReads(StoreState):
@@ -253,13 +265,24 @@ class StoreReads(StoreState):
         self, query: str, units: int | None = None, *, where: Any = None, reasons: bool = True
     ) -> tuple[Context, dict[str, Any]]:
         """:meth:`context` with the reasons: floors, proposals, rerank order, why each unit is kept."""
+        done = self._explained(query, units, where, reasons)
+        return done.context, done.details
+
+    @guarded
+    def inspect_query(self, query: str, units: int | None = None, *, where: Any = None) -> Inspected:
+        """:meth:`explain_query` with what the read chose from: the cut of the records it read and,
+        for a filtered read, the candidates the filter left (what an inspector shows of the units
+        kept and of those left out)."""
+        return self._explained(query, units, where, reasons=True)
+
+    def _explained(self, query: str, units: int | None, where: Any, reasons: bool) -> Inspected:
         from muster_exact.memory import checked_query, checked_units
         from muster_exact.retrieve.assemble import Context
 
         chosen = checked_where(where)
         if not self.head().records:
             checked_units(1 if units is None else units)  # refused as a read of records refuses it
-            return Context(checked_query(query), "", (), 0, None), {}
+            return Inspected(Context(checked_query(query), "", (), 0, None), {}, None, None)
         if chosen is None:
             memory, allowed = self.memory(), None
         else:
@@ -269,12 +292,25 @@ class StoreReads(StoreState):
             context, why = memory.explain_query(query, units, allowed=allowed)
         else:
             context, why = memory.context(query, units, allowed=allowed), {}
-        return self._with_metadata(context), why
+        return Inspected(self._with_metadata(context), why, memory.cut, allowed)
 
     def _with_metadata(self, context: Context) -> Context:
         """``context`` with each block's records' metadata, by record id (only those records are
         read, not the namespace)."""
-        ids = list(context.record_ids)
+        metadata = self.metadata_of(context.record_ids)
+        if not metadata:
+            return context
+        blocks = tuple(
+            dataclasses.replace(b, metadata={r: metadata[r] for r in b.records if r in metadata})
+            for b in context.blocks
+        )
+        return dataclasses.replace(context, blocks=blocks)
+
+    @guarded
+    def metadata_of(self, ids: Iterable[str]) -> dict[str, Any]:
+        """The metadata of these records, by id (records without metadata, or no longer held, are
+        left out); only those records are read."""
+        ids = list(ids)
         metadata: dict[str, Any] = {}
         with self._lock:
             for start in range(0, len(ids), 500):  # SQLite's bound on one statement's variables
@@ -288,13 +324,7 @@ class StoreReads(StoreState):
                     record = json.loads(body)
                     if "metadata" in record:
                         metadata[record_id] = record["metadata"]
-        if not metadata:
-            return context
-        blocks = tuple(
-            dataclasses.replace(b, metadata={r: metadata[r] for r in b.records if r in metadata})
-            for b in context.blocks
-        )
-        return dataclasses.replace(context, blocks=blocks)
+        return metadata
 
     def _read(self) -> tuple[Memory, list[dict[str, Any]]]:
         """The memory and the records it is built of, of one head (another connection's write

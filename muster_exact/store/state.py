@@ -113,6 +113,13 @@ class StoreState:
         with self._lock:
             return [row[0] for row in self._db.execute("SELECT namespace FROM heads ORDER BY namespace")]
 
+    @guarded
+    def namespace_records(self) -> dict[str, int]:
+        """Every namespace of the file and how many records it holds, by name (one read of the heads)."""
+        with self._lock:
+            rows = self._db.execute("SELECT namespace, records FROM heads ORDER BY namespace").fetchall()
+        return {str(name): int(count) for name, count in rows}
+
     def _snapshot(self) -> tuple[Head, list[dict[str, Any]]]:
         """The head and its records, read in one transaction (no add can fall between them)."""
         with self._lock, transaction(self._db, immediate=False):

@@ -165,6 +165,9 @@ def test_the_wheel_carries_the_library_and_the_files_it_reads_and_not_the_harnes
     shipped = REPO / "muster_exact" / "manifests"
     contexts = {path.relative_to(REPO).as_posix() for path in shipped.glob("contexts/*/*/*.json")}
     assert contexts and contexts <= names
+    # The pages muster http serves (the inspector, the API reference): every file of the folder.
+    pages = REPO / "muster_exact" / "serve" / "inspector"
+    assert {path.relative_to(REPO).as_posix() for path in pages.iterdir()} <= names
 
 
 def test_the_quick_start_runs_from_the_installed_wheel(installed: Installed) -> None:
