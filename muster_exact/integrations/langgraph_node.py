@@ -25,13 +25,16 @@ turns ("my locker is 417") are most of what a conversation's memory has to hold.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from muster_exact.core.errors import InputError
+from muster_exact.core.errors import InputError, RequestConflict
 from muster_exact.integrations import require
 from muster_exact.serve.backend import Backend
+
+log = logging.getLogger(__name__)
 
 State = Mapping[str, Any]
 Update = dict[str, Any]
@@ -141,4 +144,11 @@ def _this_turn(messages: Any, role: str) -> tuple[Any, Any]:
 
 
 def _keep(backend: Backend, said: Said, speaker: str, namespace: str | None) -> None:
-    backend.remember({"speaker": speaker, "text": said.text}, request_id=said.request_id, namespace=namespace)
+    """Keep what was said, once per turn. A retried turn whose model now says something else
+    keeps the first answer (the turn is in memory once) and says so in the log, rather than
+    stopping the graph on the store's :class:`RequestConflict`."""
+    record = {"speaker": speaker, "text": said.text}
+    try:
+        backend.remember(record, request_id=said.request_id, namespace=namespace)
+    except RequestConflict:
+        log.warning("turn %r is in memory already; this retry's different text is not kept", said.request_id)

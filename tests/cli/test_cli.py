@@ -3,7 +3,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,6 @@ import pytest
 
 from muster_exact import Plan
 from muster_exact.cli import build_parser
-from muster_exact.core import progress
 from muster_exact.core.pipes import EXIT_CLOSED_PIPE
 from tests.conftest import REPO, no_hub_env, run_muster
 
@@ -138,24 +136,6 @@ def _fresh_home(tmp_path: Path, name: str) -> dict[str, str]:
 
 
 QUESTION = "Where was Rex3?"
-
-
-def test_progress_is_lines_on_stderr_and_stdout_is_the_same_without_it(tmp_path) -> None:
-    # Over the embedder's step threshold: records of about 135 tokens, over half the window (256),
-    # so one to a native unit and one piece each (the shortest records that are; embedding is what
-    # this test pays for, twice).
-    path = _records(tmp_path, progress.STEP_FROM + 40, words=60)
-    shown = run_muster("query", str(path), QUESTION, "--json", env=_fresh_home(tmp_path, "a"))
-    assert shown.returncode == 0, shown.stderr
-    # stderr is a pipe here: plain lines (no redrawing), the embedder's start and end with its rate.
-    assert "\r" not in shown.stderr
-    started, ended = shown.stderr.splitlines()
-    assert re.fullmatch(r"embed \(packaged:\S+\): \d+ pieces \.\.\.", started), shown.stderr
-    assert re.fullmatch(r"embed \(packaged:\S+\): \d+ pieces in \d+:\d\d, [\d.]+ pieces/s", ended)
-    json.loads(shown.stdout)  # stdout holds the JSON alone
-    quiet = run_muster("query", str(path), QUESTION, "--json", "--quiet", env=_fresh_home(tmp_path, "b"))
-    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
-    assert quiet.stdout == shown.stdout  # byte for byte: progress never touches the output
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,11 @@ async def session_calls(store: Path) -> dict:
             {"text": "The spare key is under the blue flower pot.", "speaker": "Ana", "request_id": "k1"},
         )
         out["again"] = await session.call_tool(
-            "remember", {"text": "The spare key is under the blue flower pot.", "request_id": "k1"}
+            "remember",
+            {"text": "The spare key is under the blue flower pot.", "speaker": "Ana", "request_id": "k1"},
+        )
+        out["conflict"] = await session.call_tool(
+            "remember", {"text": "The spare key is under the red flower pot.", "request_id": "k1"}
         )
         out["many"] = await session.call_tool(
             "remember_many",
@@ -87,6 +91,8 @@ def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
     assert "up to 10,000" in out["tools"]["remember_many"].description
     assert payload(out["remember"])["added"] == 1
     assert payload(out["again"])["replayed"] is True
+    conflict = out["conflict"]  # the same request id with another body: refused, nothing written
+    assert conflict.is_error and conflict.content[0].text.startswith("RequestConflict: request_id 'k1'")
     assert payload(out["many"])["added"] == 2
     recall = payload(out["recall"])
     assert "The spare key is under the blue flower pot." in recall["context"]
