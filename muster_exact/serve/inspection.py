@@ -112,24 +112,13 @@ class _View:
 
 
 def search_passages(store: Store, query: str, units: int | None, where: Any) -> list[dict[str, Any]]:
-    """The selected passages, best first, each with its unit id, records, their metadata and why
-    it was chosen (``POST /v1/search``)."""
-    context = store.context(query, units, where=where)
-    cut = store.memory().cut
+    """The selected passages, best first, each with its unit id, parent, records, their metadata
+    and why it was chosen (``POST /v1/search``); a filtered read's matching records only."""
+    done = store.inspect_query(query, units, where=where)
+    if done.cut is None:  # an empty namespace
+        return []
+    context = done.context
     metadata = {r: m for b in context.blocks for r, m in b.metadata.items()}
-    passages = []
-    for p in sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit)):
-        unit = cut.units[p.shown_as]
-        passages.append(
-            {
-                "unit": p.shown_as,
-                "text": cut.text(unit),
-                "records": (ids := [record_label(cut, r) for r in unit.records]),
-                "metadata": {r: metadata[r] for r in ids if r in metadata},
-                "channels": p.channels,
-                "rerank_rank": p.rerank_rank,
-                "rerank_score": p.rerank_score,
-                "reason": p.reason,
-            }
-        )
-    return passages
+    view = _View(done.cut, done.allowed, metadata)
+    ranked = sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit))
+    return [view.passage(p.shown_as, p.shown_as, p.channels, p.__dict__) for p in ranked]

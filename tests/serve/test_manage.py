@@ -65,6 +65,8 @@ def test_a_filtered_read_over_http_shows_matching_records_with_their_metadata(
     assert lines and all("] Melanie: " in line for line in lines)
     assert context["blocks"] and all(set(b["metadata"]) == set(b["records"]) for b in context["blocks"])
     search = httpx.post(f"{server.url}/v1/search", json={**body, "units": 3}, timeout=120).json()
+    said = [line for p in search["passages"] for line in p["text"].splitlines() if line.strip()]
+    assert said and all("] Melanie: " in line for line in said)  # as the context shows them
     assert search["passages"] and all(
         p["metadata"] and set(p["metadata"]) <= set(p["records"]) for p in search["passages"]
     )
