@@ -16,8 +16,10 @@ def _threads_per_worker() -> None:
     these at load time; subprocesses inherit them). Each library otherwise starts one thread per
     core in every worker: two workers on two cores then run four busy threads, and the same test
     took 126 s for two concurrent runs instead of 30 s (docs/decisions/0137-test-threads.md)."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    threads = max(1, len(os.sched_getaffinity(0)) // workers)
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if count is None:  # one process, or the controller (whose environment the workers inherit)
+        return
+    threads = max(1, len(os.sched_getaffinity(0)) // int(count))
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, str(threads))
 
@@ -38,15 +40,17 @@ def data_root() -> Path | None:
 # with the most tests).
 LONGEST_FIRST = (
     "tests/store/test_store.py",
-    "tests/memory/test_determinism.py",
     "tests/models/test_numpy_bert.py",
-    "tests/cli/test_cli.py",
+    "tests/memory/test_determinism.py",
     "tests/memory/test_supersession.py",
-    "tests/memory/test_memory.py",
     "tests/serve/test_http.py",
+    "tests/harness/test_answer_judge.py",
     "tests/harness/test_reproduce.py",
-    "tests/harness/test_longmemeval.py",
+    "tests/cli/test_cli.py",
+    "tests/cli/test_progress.py",
+    "tests/harness/test_stages.py",
     "tests/channels/test_bm25.py",
+    "tests/harness/test_longmemeval.py",
 )
 
 
