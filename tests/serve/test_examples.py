@@ -31,7 +31,7 @@ def test_robot_log_over_http(tmp_path: Path) -> None:
         )
         assert out.returncode == 0, out.stderr[-2000:]
         assert "Red mug moved to the dish rack" in out.stdout
-        # Resent posts (same request ids) change nothing.
+        # Resent posts (same request ids, same records) change nothing; a changed body would be 409.
         again = subprocess.run(
             [sys.executable, str(EXAMPLES / "robot_log_http.py"), "--url", server.url],
             capture_output=True,
