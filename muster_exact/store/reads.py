@@ -258,14 +258,14 @@ class StoreReads(StoreState):
         it matches (:mod:`muster_exact.store.where`: speaker, time range, metadata); nothing else
         of the rule changes. An empty namespace (or one never written) has an empty context, as
         over HTTP and MCP."""
-        return self.explain_query(query, units, where=where, reasons=False)[0]
+        return self._explained(query, units, where, reasons=False).context
 
     @guarded
     def explain_query(
-        self, query: str, units: int | None = None, *, where: Any = None, reasons: bool = True
+        self, query: str, units: int | None = None, *, where: Any = None
     ) -> tuple[Context, dict[str, Any]]:
         """:meth:`context` with the reasons: floors, proposals, rerank order, why each unit is kept."""
-        done = self._explained(query, units, where, reasons)
+        done = self._explained(query, units, where, reasons=True)
         return done.context, done.details
 
     @guarded
