@@ -1,6 +1,6 @@
 """``make fuzz``: the real HTTP and MCP servers under generated input, bounded to a few minutes.
 
-Three campaigns, each against a server started here in a subprocess on a
+Six campaigns, each against a server started here in a subprocess on a
 fresh store:
 
 1. **OpenAPI** (schemathesis): every operation of ``/openapi.json`` with
@@ -12,13 +12,24 @@ fresh store:
    past the library's depth bound, sizes from empty to a megabyte, odd ids.
 3. **Records over MCP stdio**: the same records as raw JSON-RPC lines, plus
    lines that are not UTF-8, each with a deadline.
+4. **Slow and idle clients** (``fuzz_edges.py``): under ``ulimit -n 256``,
+   300 connections that stop part-way (nothing sent, half a request line,
+   half the headers, a body that never comes) while normal requests go on;
+   the server must answer those and close every stalled one, and keep its
+   log short.
+5. **Cold start**: one first read of each of 8 namespaces at the same moment
+   on a server still starting, three times.
+6. **Crafted names**: namespace names with control, escape, bidi and
+   zero-width characters and NFC/NFD spellings, over HTTP and MCP; the store
+   must hold only normalised, visible names and ``muster info`` must print
+   nothing raw.
 
 What it counts: replies by status class, 5xx, requests that got no answer
 before the deadline, and the adds each server acknowledged (less the
 records its acknowledged deletes removed) against the records its store
 holds at the end (they must be equal: nothing lost, nothing counted twice).
 The figures go to ``results/bench/fuzz.md``; the exit status is 1 when any
-5xx, unanswered request or count mismatch is seen.
+5xx, unanswered request, count mismatch or failed campaign check is seen.
 
     python scripts/fuzz.py --out results/bench/fuzz.md [--examples 60]
 """
@@ -29,14 +40,9 @@ import argparse
 import json
 import os
 import platform
-import select
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,92 +50,21 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
+from fuzz_common import (  # noqa: E402
+    AUTH,
+    DEADLINE_S,
+    RawMCP,
+    Tally,
+    add_bytes,
+    hypothesis_settings,
+    start_http,
+    stop,
+    stored_records,
+)
+from fuzz_edges import fuzz_cold_start, fuzz_crafted_names, fuzz_slow_clients  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
-
-from muster_exact.store import Store  # noqa: E402
-
-TOKEN = "fuzz-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-DEADLINE_S = 120.0  # a reply slower than this counts as unanswered
-
-
-@dataclass
-class Tally:
-    """What one campaign saw."""
-
-    name: str
-    requests: int = 0
-    statuses: Counter[str] = field(default_factory=Counter)
-    server_errors: list[str] = field(default_factory=list)
-    unanswered: list[str] = field(default_factory=list)
-    acknowledged: int = 0
-    stored: int | None = None
-    linked: int = 0  # stateful steps that followed a link of the OpenAPI document
-    seconds: float = 0.0
-
-    def saw(self, status: int, what: str) -> None:
-        self.requests += 1
-        self.statuses[f"{status // 100}xx"] += 1
-        if status >= 500:
-            self.server_errors.append(f"{status} {what[:200]}")
-
-    @property
-    def ok(self) -> bool:
-        counts_match = self.stored is None or self.stored == self.acknowledged
-        return not self.server_errors and not self.unanswered and counts_match
-
-
-# --- the servers ------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_http(store: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "MUSTER_MODELS": "cpu-small", "MUSTER_HTTP_TOKEN": TOKEN}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "muster_exact", "http", "--store", str(store), "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"the HTTP server did not start: {process.stderr.read() if process.stderr else ''!r}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-def stored_records(store: Path) -> int:
-    """Records in every namespace of the store, read from the file after the server stopped."""
-    with Store.open(store, create=False) as opened:
-        names = opened.namespaces()
-    total = 0
-    for name in names:
-        with Store.open(store, name, create=False) as opened:
-            total += opened.head().records
-    return total
-
 
 # --- generated records --------------------------------------------------------------------
 
@@ -173,20 +108,6 @@ ADD = st.fixed_dictionaries(
         "namespace": st.sampled_from(["default", "fuzz-a", "fuzz-b", "", "\udc80"]),
     },
 )
-
-
-def add_bytes(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=True).encode("ascii")
-
-
-def hypothesis_settings(examples: int) -> settings:
-    return settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
 
 
 # --- campaign 1: OpenAPI, stateless then stateful -----------------------------------------
@@ -310,78 +231,6 @@ def fuzz_http_records(url: str, examples: int) -> Tally:
 # --- campaign 3: generated records over MCP stdio -----------------------------------------
 
 
-class RawMCP:
-    """JSON-RPC lines to ``muster mcp`` over its stdin; replies read with a deadline."""
-
-    def __init__(self, store: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "muster_exact", "mcp", "--store", str(store), "--models", "cpu-small"],
-            cwd=REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        self.next_id = 0
-        self.buffer = b""
-        reply = self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "fuzz", "version": "1"},
-            },
-        )
-        if reply is None or "result" not in reply:
-            raise SystemExit(f"the MCP server did not initialise: {reply!r}")
-        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-
-    def send(self, line: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + b"\n")
-        self.process.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any], raw: bytes | None = None) -> dict[str, Any] | None:
-        """Send one request (or ``raw`` bytes standing for its params) and wait for the reply to its id."""
-        self.next_id += 1
-        if raw is None:
-            self.send(
-                json.dumps(
-                    {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
-                    ensure_ascii=True,
-                ).encode("ascii")
-            )
-        else:
-            head = f'{{"jsonrpc":"2.0","id":{self.next_id},"method":"{method}","params":'.encode()
-            self.send(head + raw + b"}")
-        return self.reply(self.next_id)
-
-    def reply(self, wanted: int) -> dict[str, Any] | None:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                message = json.loads(line)
-                if message.get("id") == wanted:
-                    return dict(message)
-            ready, _, _ = select.select([self.process.stdout], [], [], deadline - time.monotonic())
-            if not ready:
-                break
-            chunk = os.read(self.process.stdout.fileno(), 1 << 20)
-            if not chunk:
-                break
-            self.buffer += chunk
-        return None
-
-    def close(self) -> None:
-        if self.process.stdin:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
 def fuzz_mcp_records(store: Path, examples: int) -> Tally:
     tally = Tally("records over MCP stdio (hypothesis + raw bytes)")
     start = time.monotonic()
@@ -453,7 +302,10 @@ def report(tallies: list[Tally], examples: int) -> str:
         )
     linked = sum(t.linked for t in tallies)
     lines += ["", f"Stateful steps that followed a link of the OpenAPI document: {linked}."]
-    problems = [p for t in tallies for p in t.server_errors + [f"unanswered: {u}" for u in t.unanswered]]
+    lines += ["", *(f"- {t.name}: {note}." for t in tallies for note in t.notes)]
+    problems = [
+        p for t in tallies for p in t.server_errors + [f"unanswered: {u}" for u in t.unanswered] + t.problems
+    ]
     lines += ["", "All campaigns clean." if all(t.ok for t in tallies) else "Problems:", ""]
     lines += [f"- `{p}`" for p in problems[:50]]
     return "\n".join(lines).rstrip() + "\n"
@@ -478,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
             tally.stored = stored_records(store)
             tallies.append(tally)
         tallies.append(fuzz_mcp_records(Path(tmp) / "mcp.muster", args.examples))
+        tallies.append(fuzz_slow_clients(Path(tmp) / "slow.muster", max(args.examples // 6, 5)))
+        tallies.append(fuzz_cold_start(Path(tmp) / "cold.muster", args.examples))
+        tallies.append(fuzz_crafted_names(Path(tmp), args.examples))
     text = report(tallies, args.examples)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
