@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from muster_exact.store.results import (
     _replayed,
     no_record,
 )
-from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES
+from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES, holds
 from muster_exact.store.validation import (
     canonical,
     check_namespace,
@@ -74,10 +75,11 @@ class Store(StoreDump, StoreReads):
         ``reembed=True`` lets ``models`` replace it, and the next read embeds every unit anew.
         """
         path = Path(path)
-        check_namespace(namespace)
         exists = check_path(path)
-        if not exists and not create:
-            raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
+        if not exists:
+            namespace = check_namespace(namespace)  # a refused name makes no file
+            if not create:
+                raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
         access = access_of(path)
         if not exists and access != "rw":
             raise StoreReadOnly(f"cannot create {path}: the folder {path.parent} is read-only")
@@ -85,6 +87,7 @@ class Store(StoreDump, StoreReads):
             db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
             try:
                 prepare(db, path, exists, access)
+                namespace = check_namespace(namespace, held=partial(holds, db))
                 store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
             except BaseException:
