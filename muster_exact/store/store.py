@@ -70,7 +70,9 @@ class Store(StoreDump, StoreReads):
     ) -> Store:
         """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it.
 
-        Without write access to the file or its folder the store opens read-only. Reads keep to
+        ``namespace`` is checked by :func:`~muster_exact.store.validation.check_namespace` (taken
+        in NFC; a name the file already holds opens as stored). Without write access to the file
+        or its folder the store opens read-only. Reads keep to
         the embedder the namespace was first read with (:mod:`muster_exact.store.models`);
         ``reembed=True`` lets ``models`` replace it, and the next read embeds every unit anew.
         """

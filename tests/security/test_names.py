@@ -154,6 +154,12 @@ def test_a_stored_crafted_name_stays_readable_and_deletable(tmp_path: Path) -> N
     assert forgot.stdout.startswith(f"1 records deleted (namespace {CRAFTED!a}: 1 records")
     exported = muster("export", "--store", str(path))
     assert [json.loads(line)["namespace"] for line in exported.stdout.splitlines()] == [CRAFTED]
+    # The dump goes back into the file that holds the name; a new file refuses the name.
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(exported.stdout)
+    again = muster("import", "--store", str(path), str(dump))
+    assert again.returncode == 0 and again.stdout == "imported 0 records (none); 1 already there\n"
+    one_line_error(muster("import", "--store", str(tmp_path / "new.muster"), str(dump)), "line 1: namespace")
 
 
 @pytest.mark.parametrize("record_id", ["k1\n\x1b[2Jforged", "k1\u202efdp.exe", "k1\u2028x"])
