@@ -141,9 +141,9 @@ def check_namespace(namespace: Any, held: Callable[[str], bool] | None = None) -
     try:
         name = _normal_name(namespace)
     except InputError:
-        if held is not None and held(namespace):
-            return namespace
-        raise
+        if held is None or not held(namespace):
+            raise
+        return namespace
     if name != namespace and held is not None and held(namespace):
         return namespace
     return name
@@ -153,10 +153,11 @@ def _normal_name(namespace: str) -> str:
     for at, char in enumerate(namespace):
         kind = REFUSED_IN_NAMES.get(unicodedata.category(char))
         if kind is not None:
-            what = f"U+{ord(char):04X}" + (f" {unicodedata.name(char)}" if unicodedata.name(char, "") else "")
+            what = f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
             raise InputError(
-                f"namespace {namespace!r} holds {what}, {kind}, at character {at}; choose a name "
-                "without control, invisible format or line-separator characters"
+                f"namespace {namespace!r} holds {what}, {kind}, at character {at}; choose a name of "
+                "visible characters (no control, invisible format or separator characters, surrogates "
+                "or unassigned code points)"
             )
     name = unicodedata.normalize("NFC", namespace)
     if not name.strip() or len(name) > MAX_ID_CHARS:
