@@ -72,9 +72,9 @@ class Store(StoreDump, StoreReads):
 
         ``namespace`` is checked by :func:`~muster_exact.store.validation.check_namespace` (taken
         in NFC; a name the file already holds opens as stored). Without write access to the file
-        or its folder the store opens read-only. Reads keep to
-        the embedder the namespace was first read with (:mod:`muster_exact.store.models`);
-        ``reembed=True`` lets ``models`` replace it, and the next read embeds every unit anew.
+        or its folder the store opens read-only. Reads keep to the embedder the namespace was
+        first read with (:mod:`muster_exact.store.models`); ``reembed=True`` lets ``models``
+        replace it, and the next read embeds every unit anew.
         """
         path = Path(path)
         exists = check_path(path)
