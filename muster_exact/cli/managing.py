@@ -9,6 +9,7 @@ from pathlib import Path
 
 from muster_exact.cli.writing import ERASE_PENDING_EXIT, _open_store, erase_pending_note
 from muster_exact.core.errors import InputError
+from muster_exact.store.validation import shown
 
 PREVIEW_CHARS = 100  # a listed record's text, one line of a terminal
 
@@ -18,7 +19,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     with _open_store(args) as store:  # a listing never creates a store
         lines = store.list_records(args.limit, args.offset)
-        total = store.head().records
+        head = store.head()
     for line in lines:
         if args.json:
             sys.stdout.write(dumped(line))  # an export line: `muster import` reads a listing too
@@ -27,10 +28,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
         said = " ".join(str(record[k]) for k in ("time", "speaker") if record.get(k) is not None)
         text = " ".join(record["text"].split())
         text = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-        print(f"{record['id']}\t{said}\t{text}")
+        print(f"{shown(record['id'])}\t{said}\t{text}")
     if not args.json:
-        shown = f"{args.offset + 1}-{args.offset + len(lines)}" if lines else "none"
-        print(f"records {shown} of {total} (namespace {args.namespace})", file=sys.stderr)
+        page = f"{args.offset + 1}-{args.offset + len(lines)}" if lines else "none"
+        print(f"records {page} of {head.records} (namespace {shown(head.namespace)})", file=sys.stderr)
     return 0
 
 
@@ -59,7 +60,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
-        added = ", ".join(f"{n} into {ns}" for ns, n in sorted(result.added.items())) or "none"
+        added = ", ".join(f"{n} into {shown(ns)}" for ns, n in sorted(result.added.items())) or "none"
         print(f"imported {sum(result.added.values())} records ({added}); {result.skipped} already there")
     return 0
 
@@ -75,7 +76,10 @@ def _cmd_update(args: argparse.Namespace) -> int:
     else:
         state = "updated" if result["changed"] else "unchanged (the same record)"
         head = result["head"]
-        print(f"record {result['id']} {state} (namespace {head['namespace']}: head {head['sha256'][:12]})")
+        print(
+            f"record {shown(result['id'])} {state} (namespace {shown(head['namespace'])}: "
+            f"head {head['sha256'][:12]})"
+        )
     if result["erase_pending"]:
         print(erase_pending_note("the old text"), file=sys.stderr)
         return ERASE_PENDING_EXIT

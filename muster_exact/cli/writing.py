@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from muster_exact.retrieve.explain import models_line
+from muster_exact.store.validation import shown
 
 
 def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
@@ -34,7 +35,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
     else:
         state = "already applied; nothing written" if result.replayed else "added"
         print(
-            f"{result.added} records {state} (namespace {result.head.namespace}: "
+            f"{result.added} records {state} (namespace {shown(result.head.namespace)}: "
             f"{result.head.records} records, head {result.head.sha256[:12]})"
         )
     return 0
@@ -55,7 +56,7 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     else:
         head = result["head"]
         print(
-            f"{len(result['deleted'])} records deleted (namespace {head['namespace']}: "
+            f"{len(result['deleted'])} records deleted (namespace {shown(head['namespace'])}: "
             f"{head['records']} records, head {head['sha256'][:12]})"
         )
     if result["erase_pending"]:
@@ -90,8 +91,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
             print(json.dumps(info, indent=2, ensure_ascii=False))
             return 0
         access = " (read-only)" if store.read_only else ""
-        print(f"store {info['path']}{access}; namespaces: {', '.join(info['namespaces']) or '(none)'}")
-        print(f"namespace {head.namespace}: {head.records} records, head {head.sha256}")
+        names = ", ".join(map(shown, info["namespaces"])) or "(none)"
+        print(f"store {info['path']}{access}; namespaces: {names}")
+        print(f"namespace {shown(head.namespace)}: {head.records} records, head {head.sha256}")
         if info["pending_erasures"]:
             print(
                 f"erase pending: {info['pending_erasures']} delete(s) whose text is still on disk while "

@@ -76,7 +76,6 @@ class Backend:
                 f"max_open_namespaces (--max-open-namespaces) must be at least 1, not {max_open!r}"
             )
         self.path = Path(path)
-        self.namespace = check_namespace(namespace)
         self.preset = preset
         self.models = models
         self.max_open = max_open
@@ -85,7 +84,8 @@ class Backend:
         self._lock = threading.Lock()  # guards _open; each Store has its own lock for its connection
         # The default namespace stays open (one of the max_open): it also answers "which namespaces
         # exist", and opening it now fails a bad path at start.
-        self._default = Store.open(self.path, self.namespace, preset=preset, models=models)
+        self._default = Store.open(self.path, namespace, preset=preset, models=models)
+        self.namespace = self._default.namespace  # as checked: in NFC, or as an older file holds it
         self._hidden = _path_forms(self.path)
 
     def store(self) -> Store:
@@ -214,9 +214,8 @@ class Backend:
         with self._using(namespace, create=False) as store:
             if store is not None:
                 return forget_in(store, ids, request_id)
-            name = self.namespace if namespace is None else namespace
             if ids:
-                raise no_record(ids[0], name)
+                raise no_record(ids[0], self._name(namespace))
             nothing = DeleteResult((), self._head_of(None, namespace), 0, 0)
             return {**nothing.to_dict(), "erase_pending": False}
 
@@ -228,9 +227,7 @@ class Backend:
         with self._using(namespace, create=False) as store:
             if store is None:
                 validate([record])  # a bad record is refused as it is for a namespace that exists
-                raise no_record(
-                    record_id, self.namespace if namespace is None else namespace, "nothing updated"
-                )
+                raise no_record(record_id, self._name(namespace), "nothing updated")
             return update_in(store, record_id, record)
 
     def records(self, namespace: Any = None, limit: Any = DEFAULT_PAGE, offset: Any = 0) -> dict[str, Any]:
@@ -277,7 +274,7 @@ class Backend:
     def _using(self, namespace: Any, *, create: bool) -> Iterator[Store | None]:
         """The open Store of ``namespace`` for the length of one call, or None for a read of a
         namespace the file does not hold (nothing is opened for it)."""
-        name = self.namespace if namespace is None else check_namespace(namespace)
+        name = self._name(namespace)
         if name == self.namespace:
             yield self._default
             return
@@ -327,7 +324,13 @@ class Backend:
     def _head_of(self, store: Store | None, namespace: Any) -> Head:
         if store is not None:
             return store.head()
-        return Head(self.namespace if namespace is None else namespace, 0, 0, EMPTY_HEAD)
+        return Head(self._name(namespace), 0, 0, EMPTY_HEAD)
+
+    def _name(self, namespace: Any) -> str:
+        """The namespace a call names, checked (:func:`check_namespace`); None: the default one."""
+        if namespace is None:
+            return self.namespace
+        return check_namespace(namespace, held=self._default.has_namespace)
 
 
 def _check_count(records: Any) -> None:

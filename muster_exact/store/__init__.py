@@ -33,7 +33,10 @@
   write (``pending_erasures()``, ``muster info``). A request whose records
   were deleted stays applied: retrying it does not bring them back.
 * Namespaces: one file holds independent memories (``namespace="user-42"``);
-  a read sees only its own.
+  a read sees only its own. A name is normalised to NFC and may not hold a
+  character that does not show (control, invisible format, line separator,
+  surrogate, unassigned: :func:`check_namespace`); a name a file made before
+  that rule already holds opens as it is stored.
 
 The file is WAL-mode SQLite with a versioned schema (``meta.schema_version``)
 and migrations applied on open; a file from a newer MUSTER is refused, as is

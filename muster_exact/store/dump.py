@@ -11,8 +11,10 @@ An import writes every new record of every line in one transaction, each into it
 the records already there, and checks everything before it writes anything: a line that is not
 such an object, a record ``add`` would refuse, or an id the namespace holds with another record
 is refused with its line number. A record already there as it is in the dump is skipped, so
-importing a dump twice adds nothing. Request ids stay with their records, and a request id a
-namespace did not know is recorded as applied (a client retrying it gets a replay).
+importing a dump twice adds nothing. A line's namespace is checked as a name given to
+:meth:`Store.open` is (in NFC; one the file written to already holds, as it is). Request ids
+stay with their records, and a request id a namespace did not know is recorded as applied (a
+client retrying it gets a replay).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +84,7 @@ class StoreDump(StoreState):
     def import_records(self, lines: Iterable[Any]) -> ImportResult:
         """Write export lines back (see the module's docstring): all checked first, then one
         transaction; no model is called."""
-        entries = [checked_line(line, n) for n, line in enumerate(lines, start=1)]
+        entries = [checked_line(line, n, self.has_namespace) for n, line in enumerate(lines, start=1)]
         self._check_writable()
         with self._lock:
             return self._import(entries)
@@ -142,9 +144,12 @@ def checked_page(limit: Any, offset: Any) -> tuple[int, int]:
     return limit, offset
 
 
-def checked_line(line: Any, n: int) -> tuple[int, str, dict[str, Any], str | None]:
-    """One export line as an import takes it (a JSON text or its object): the namespace, the
-    record in its stored form (an id is required: an export always has one), the request id."""
+def checked_line(
+    line: Any, n: int, held: Callable[[str], bool] | None = None
+) -> tuple[int, str, dict[str, Any], str | None]:
+    """One export line as an import takes it (a JSON text or its object): the namespace (as
+    :func:`check_namespace` takes it, ``held`` by the store written to), the record in its stored
+    form (an id is required: an export always has one), the request id."""
     if isinstance(line, (str, bytes)):
         try:
             line = json.loads(line)
@@ -156,7 +161,7 @@ def checked_line(line: Any, n: int) -> tuple[int, str, dict[str, Any], str | Non
             f"line {n} is not an export line: an object with 'namespace', 'record' and 'request_id'"
         )
     try:
-        namespace = check_namespace(line["namespace"])
+        namespace = check_namespace(line["namespace"], held)
         request_id = line.get("request_id")
         if request_id is not None:
             checked_request_id(request_id)

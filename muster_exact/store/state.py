@@ -114,6 +114,12 @@ class StoreState:
             return [row[0] for row in self._db.execute("SELECT namespace FROM heads ORDER BY namespace")]
 
     @guarded
+    def has_namespace(self, namespace: str) -> bool:
+        """Whether the file holds a namespace of exactly this name."""
+        with self._lock:
+            return holds(self._db, namespace)
+
+    @guarded
     def namespace_records(self) -> dict[str, int]:
         """Every namespace of the file and how many records it holds, by name (one read of the heads)."""
         with self._lock:
@@ -200,6 +206,15 @@ def head_of(db: sqlite3.Connection, namespace: str) -> Head:
     if row is None:
         return Head(namespace, 0, 0, EMPTY_HEAD)
     return Head(namespace, int(row[0]), int(row[1]), str(row[2]))
+
+
+def holds(db: sqlite3.Connection, namespace: str) -> bool:
+    """Whether the file ``db`` is connected to holds a namespace of exactly this name."""
+    try:
+        row = db.execute("SELECT 1 FROM heads WHERE namespace = ?", (namespace,)).fetchone()
+    except UnicodeEncodeError:  # a lone surrogate: no file holds one
+        return False
+    return row is not None
 
 
 def _live_keys(cut: Cut, piece_texts: Sequence[str], units: Sequence[Unit] | None = None) -> list[str]:

@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from muster_exact.store.results import (
     _replayed,
     no_record,
 )
-from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES
+from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES, holds
 from muster_exact.store.validation import (
     canonical,
     check_namespace,
@@ -69,15 +70,18 @@ class Store(StoreDump, StoreReads):
     ) -> Store:
         """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it.
 
-        Without write access to the file or its folder the store opens read-only. Reads keep to
-        the embedder the namespace was first read with (:mod:`muster_exact.store.models`);
-        ``reembed=True`` lets ``models`` replace it, and the next read embeds every unit anew.
+        ``namespace`` is checked by :func:`~muster_exact.store.validation.check_namespace` (taken
+        in NFC; a name the file already holds opens as stored). Without write access to the file
+        or its folder the store opens read-only. Reads keep to the embedder the namespace was
+        first read with (:mod:`muster_exact.store.models`); ``reembed=True`` lets ``models``
+        replace it, and the next read embeds every unit anew.
         """
         path = Path(path)
-        check_namespace(namespace)
         exists = check_path(path)
-        if not exists and not create:
-            raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
+        if not exists:
+            namespace = check_namespace(namespace)  # a refused name makes no file
+            if not create:
+                raise StoreError(f"no store at {path}; add records first (muster add --store {path} FILE)")
         access = access_of(path)
         if not exists and access != "rw":
             raise StoreReadOnly(f"cannot create {path}: the folder {path.parent} is read-only")
@@ -85,6 +89,7 @@ class Store(StoreDump, StoreReads):
             db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
             try:
                 prepare(db, path, exists, access)
+                namespace = check_namespace(namespace, held=partial(holds, db))
                 store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
             except BaseException:

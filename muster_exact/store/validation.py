@@ -5,7 +5,8 @@ accepts (record ids, a request id); and the names (namespaces) a store file keys
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from muster_exact.core.errors import InputError
@@ -114,12 +115,63 @@ def checked_request_id(request_id: Any) -> str:
     return request_id
 
 
-def check_namespace(namespace: Any) -> str:
-    """A namespace name: 1 to ``MAX_ID_CHARS`` characters, not all blank, valid Unicode (an SQLite key)."""
-    if not isinstance(namespace, str) or not namespace.strip() or len(namespace) > MAX_ID_CHARS:
+# What a namespace name may not hold, by Unicode general category: characters that do not show, so
+# that two names that look alike are alike and a printed name cannot forge a line or drive a
+# terminal (docs/decisions/0185-namespace-names.md).
+REFUSED_IN_NAMES = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a lone surrogate (not valid Unicode: decode the bytes as UTF-8)",
+    "Cn": "an unassigned code point",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+
+
+def check_namespace(namespace: Any, held: Callable[[str], bool] | None = None) -> str:
+    """A namespace name in its one form: 1 to ``MAX_ID_CHARS`` characters, not all blank, with no
+    character of ``REFUSED_IN_NAMES``, normalised to NFC (``café`` typed either way is one name).
+
+    ``held(name)`` says whether a store file already holds ``name`` exactly: a name made before
+    these rules opens as it is stored, so that it stays readable, exportable and deletable. It is
+    asked only for a name the rules would refuse or change.
+    """
+    if not isinstance(namespace, str) or len(namespace) > MAX_ID_CHARS:
         raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
-    check_unicode(namespace, "namespace")
-    return namespace
+    try:
+        name = _normal_name(namespace)
+    except InputError:
+        if held is None or not held(namespace):
+            raise
+        return namespace
+    if name != namespace and held is not None and held(namespace):
+        return namespace
+    return name
+
+
+def _normal_name(namespace: str) -> str:
+    for at, char in enumerate(namespace):
+        kind = REFUSED_IN_NAMES.get(unicodedata.category(char))
+        if kind is not None:
+            what = f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
+            raise InputError(
+                f"namespace {namespace!r} holds {what}, {kind}, at character {at}; choose a name of "
+                "visible characters (no control, invisible format or separator characters, surrogates "
+                "or unassigned code points)"
+            )
+    name = unicodedata.normalize("NFC", namespace)
+    if not name.strip() or len(name) > MAX_ID_CHARS:
+        raise InputError(f"namespace must be 1 to {MAX_ID_CHARS} characters, not {namespace!r}")
+    return name
+
+
+def shown(text: str) -> str:
+    """A name or an id as the CLI prints it: as it is when every character shows and it is in
+    NFC, else as Python's ``ascii()`` writes it (quoted; ``\\n``, ``\\x1b``, ``\\u202e``), so that
+    no name or id forges an output line, drives a terminal or passes for another."""
+    if text.isprintable() and unicodedata.is_normalized("NFC", text):
+        return text
+    return ascii(text)
 
 
 def check_unicode(text: str, where: str) -> None:

@@ -252,6 +252,11 @@ def http(store: Path) -> Iterator[Server]:
 
 
 async def mcp_replies(store: Path) -> dict[str, Any]:
+    return await mcp_calls(store, {name: case.mcp for name, case in CASES.items()})
+
+
+async def mcp_calls(store: Path, calls: dict[Any, tuple[str, dict[str, Any]]]) -> dict[Any, Any]:
+    """Each call's reply from one real `muster mcp` over stdio, by the call's key."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -264,9 +269,8 @@ async def mcp_replies(store: Path) -> dict[str, Any]:
     out = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        for name, case in CASES.items():
-            tool, arguments = case.mcp
-            out[name] = await asyncio.wait_for(session.call_tool(tool, arguments), timeout=60)
+        for key, (tool, arguments) in calls.items():
+            out[key] = await asyncio.wait_for(session.call_tool(tool, arguments), timeout=60)
     return out
 
 
@@ -294,3 +298,38 @@ def test_the_same_bad_input_gets_the_same_refusal_everywhere(
     tool = mcp[name]
     assert tool.is_error and tool.content[0].text == f"InputError: {library.value}", tool.content[0].text
     assert records_in(store) == 0
+
+
+# A namespace name holding a character that does not show: the same refusal, naming the code point
+# (tests/security/test_names.py has each kind through the library and the CLI).
+CRAFTED_NAMES = {
+    "ops\x1b[31m": "U+001B",
+    "ops\nFORGED": "U+000A",
+    "ops\x00": "U+0000",
+    "ops\u202etxt": "U+202E",
+    "ops\u200b": "U+200B",
+    "ops\u2028": "U+2028",
+}
+
+
+def test_a_crafted_namespace_gets_the_same_refusal_everywhere(store: Path, http: Server) -> None:
+    calls = {
+        (name, tool): (tool, {**arguments, "namespace": name})
+        for name in CRAFTED_NAMES
+        for tool, arguments in (("remember", {"text": "x"}), ("recall", {"query": "q"}))
+    }
+    mcp = asyncio.run(mcp_calls(store, calls))
+    for name, code_point in CRAFTED_NAMES.items():
+        with pytest.raises(InputError) as library:
+            Store.open(store, name)
+        message = str(library.value)
+        assert code_point in message and message.isprintable(), message
+        for route, body in (("/v1/add", {"records": ["x"]}), ("/v1/context", {"query": "q"})):
+            reply = httpx.post(f"{http.url}{route}", json={**body, "namespace": name}, timeout=60)
+            assert reply.status_code == 422 and reply.json()["detail"] == message, reply.text
+        for tool in ("remember", "recall"):
+            answer = mcp[name, tool]
+            assert answer.is_error and answer.content[0].text == f"InputError: {message}", answer.content
+    assert records_in(store) == 0
+    with Store.open(store) as opened:
+        assert opened.namespaces() == []
