@@ -254,7 +254,7 @@ class Refused:
 
     message: Any
     error: MusterError
-    code: int = -32602  # JSON-RPC "invalid params"; -32700 when the line is not JSON at all
+    code: int = -32602  # "invalid params"; -32600 "invalid request", -32700 a line that is not JSON
 
 
 class CheckedLines:
@@ -310,6 +310,9 @@ def checked_line(line: bytes) -> str | Refused:
     problem = not_utf8 or _problem(message)
     if problem is not None:
         return Refused(message, problem)
+    bad_id = _bad_id(message)
+    if bad_id is not None:
+        return Refused(message, bad_id, -32600)
     try:
         canonical = json.dumps(message, ensure_ascii=False, allow_nan=False)
     except ValueError:
@@ -322,6 +325,31 @@ def checked_line(line: bytes) -> str | Refused:
     except ValidationError as exc:
         return Refused(message, InputError(f"not a JSON-RPC message ({exc.error_count()} problems)"), -32600)
     return canonical
+
+
+def _request_id(message: Any) -> str | int | None:
+    """A message's id if it is one JSON-RPC and MCP allow (a string or an integer), else None."""
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, (str, int)) and not isinstance(found, bool) else None
+
+
+def _bad_id(message: Any) -> InputError | None:
+    """An id that is not a string or an integer (a float, null, true, an array, an object): the
+    SDK would take the line for a notification and never answer it, so the client would wait
+    forever. It is an invalid request, answered with id null (JSON-RPC 2.0; MCP refuses null)."""
+    if isinstance(message, dict) and "id" in message and _request_id(message) is None:
+        return InputError(f"the request's id must be a string or an integer, not {message['id']!r}")
+    return None
+
+
+def _notification(message: Any) -> bool:
+    """A well-formed JSON-RPC notification (no id, a method name): never answered, even refused."""
+    return (
+        isinstance(message, dict)
+        and "id" not in message
+        and message.get("jsonrpc") == "2.0"
+        and isinstance(message.get("method"), str)
+    )
 
 
 def _problem(message: Any) -> InputError | None:
@@ -385,16 +413,14 @@ def _envelope(text: str) -> Any:
 
 def refusal_reply(backend: Backend, refused: Refused) -> Any:
     """The answer to a refused line: a tool error for a tool call, a JSON-RPC error for any other
-    request (with id null when the line is not JSON), None for a notification."""
+    line (with id null when its id cannot be read or is not a string or an integer), None for a
+    well-formed notification."""
     from mcp_types import ErrorData, JSONRPCError, JSONRPCResponse
 
-    message = refused.message if isinstance(refused.message, dict) else {}
-    request_id = message.get("id")
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        request_id = None
-    if "method" in message and "id" not in message:
+    if _notification(refused.message):
         return None
-    if request_id is not None and message.get("method") == "tools/call":
+    request_id = _request_id(refused.message)
+    if request_id is not None and refused.message.get("method") == "tools/call":
         result = tool_error(backend, refused.error).model_dump(by_alias=True, exclude_none=True, mode="json")
         return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
     error = ErrorData(
