@@ -39,7 +39,7 @@ from pydantic import PlainValidator, WithJsonSchema
 
 from muster_exact.core.errors import InputError, MusterError
 from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
-from muster_exact.serve.backend import Backend
+from muster_exact.serve.backend import Backend, check_fields
 from muster_exact.store import check_unicode
 from muster_exact.store.dump import DEFAULT_PAGE
 
@@ -136,7 +136,7 @@ def create_server(backend: Backend) -> Any:
         "speaker", "time", "id", "metadata"). request_id: optional; a retry is applied once.
         namespace: optional, a separate memory.
         """
-        return answer(lambda: backend.remember(records, request_id, namespace))
+        return answer(lambda: backend.remember_many(records, request_id, namespace))
 
     @server.tool()
     def recall(
@@ -235,7 +235,8 @@ def serve(backend: Backend) -> None:
 async def _serve_stdio(server: Any, backend: Backend) -> None:
     from mcp.server.stdio import stdio_server
 
-    lines = CheckedLines(sys.stdin.buffer, backend)
+    tools = {tool.name: tool.input_schema for tool in await server.list_tools()}
+    lines = CheckedLines(sys.stdin.buffer, backend, tools)
     # The SDK serves the lines given; its own stdout handling (the wire on a private descriptor,
     # stray prints sent to stderr) stays. mcp 2.x has no public way to run an MCPServer on given
     # streams, hence the low-level server (the extra pins mcp < 3).
@@ -261,11 +262,12 @@ class CheckedLines:
     """The lines of stdin the SDK may read, as an async iterator; the others are answered on
     ``replies`` (the SDK's write stream, set once it exists)."""
 
-    def __init__(self, raw: BinaryIO, backend: Backend) -> None:
+    def __init__(self, raw: BinaryIO, backend: Backend, tools: dict[str, dict[str, Any]]) -> None:
         import anyio
 
         self._raw = anyio.wrap_file(raw)
         self._backend = backend
+        self._tools = tools
         self.replies: Any = None
 
     def __aiter__(self) -> CheckedLines:
@@ -278,7 +280,7 @@ class CheckedLines:
                 raise StopAsyncIteration
             if not line.strip():
                 continue
-            checked = checked_line(line)
+            checked = checked_line(line, self._tools)
             if isinstance(checked, str):
                 return checked
             await self._answer(checked)
@@ -293,8 +295,9 @@ class CheckedLines:
         await self.replies.send(SessionMessage(reply))
 
 
-def checked_line(line: bytes) -> str | Refused:
-    """A line the SDK can read (canonical JSON of a valid message), or why it is refused."""
+def checked_line(line: bytes, tools: dict[str, dict[str, Any]] | None = None) -> str | Refused:
+    """A line the SDK can read (canonical JSON of a valid message), or why it is refused; a tool
+    call's arguments are checked against the tool's schema in ``tools`` (:func:`_tool_arguments`)."""
     try:
         text, not_utf8 = line.decode("utf-8"), None
     except UnicodeDecodeError as exc:
@@ -307,7 +310,7 @@ def checked_line(line: bytes) -> str | Refused:
         return Refused(_envelope(text), _too_deep())
     except ValueError:
         return Refused(None, InputError("the line is not JSON"), code=-32700)
-    problem = not_utf8 or _problem(message)
+    problem = not_utf8 or _problem(message) or _tool_arguments(message, tools or {})
     if problem is not None:
         return Refused(message, problem)
     bad_id = _bad_id(message)
@@ -325,6 +328,28 @@ def checked_line(line: bytes) -> str | Refused:
     except ValidationError as exc:
         return Refused(message, InputError(f"not a JSON-RPC message ({exc.error_count()} problems)"), -32600)
     return canonical
+
+
+def _tool_arguments(message: Any, tools: dict[str, dict[str, Any]]) -> InputError | None:
+    """A tool call's argument names as HTTP checks a body's: an unknown one is refused with the
+    same message (the SDK would drop it without a word), and a required one that is missing is
+    sent on as null, so the library refuses it as it refuses a null (a missing query is no
+    query, over HTTP and in Python alike), not the SDK with a message of its own."""
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None
+    schema, arguments = tools.get(params.get("name")), params.get("arguments")
+    if schema is None or not isinstance(arguments, dict):
+        return None
+    try:
+        check_fields(arguments, list(schema.get("properties", {})))
+    except InputError as exc:
+        return exc
+    for name in schema.get("required", []):
+        arguments.setdefault(name, None)
+    return None
 
 
 def _request_id(message: Any) -> str | int | None:
