@@ -338,9 +338,9 @@ def _tool_arguments(message: Any, tools: dict[str, dict[str, Any]]) -> InputErro
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return None
     params = message.get("params")
-    if not isinstance(params, dict):
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
         return None
-    schema, arguments = tools.get(params.get("name")), params.get("arguments")
+    schema, arguments = tools.get(params["name"]), params.get("arguments")
     if schema is None or not isinstance(arguments, dict):
         return None
     try:

@@ -7,6 +7,7 @@ written to the server's stdin as they would arrive from a buggy or hostile clien
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -29,14 +30,15 @@ REPLY_TIMEOUT = 20.0  # seconds: a hang fails the test instead of hanging the su
 class RawClient:
     """``muster mcp`` with raw pipes: JSON-RPC lines in, lines out, with a timeout on every reply."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, stderr: Path | None = None) -> None:
+        self.stderr = None if stderr is None else stderr.open("wb")  # else nothing is kept
         self.process = subprocess.Popen(
             [sys.executable, "-m", "muster_exact", "mcp", "--store", str(store)],
             cwd=REPO,
             env={**os.environ, "MUSTER_MODELS": "cpu-small"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if self.stderr is None else self.stderr,
         )
         self.pending = b""
         hello = {
@@ -75,12 +77,15 @@ class RawClient:
 
     def close(self) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.close()
+        with contextlib.suppress(BrokenPipeError):  # the server may have gone already
+            self.process.stdin.close()
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.stderr is not None:
+            self.stderr.close()
 
 
 def tool_call(n: int, tool: str, arguments: str) -> bytes:
