@@ -24,6 +24,7 @@ from muster_exact import models
 from muster_exact.models.numpy_bert import runs_on_numpy
 from muster_exact.store import Store
 from tests.conftest import no_hub_env
+from tests.security.test_mcp_stdio import RawClient, tool_call
 from tests.serve.test_http import Server
 
 httpx = pytest.importorskip("httpx")
@@ -67,13 +68,20 @@ def embedded_with(store: Path, namespace: str, model: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def cold(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def cold_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The store, and the environment its servers run in: no --models, so each namespace is
+    read with its own model."""
     root = tmp_path_factory.mktemp("cold").resolve()
     store, model = root / "agent.muster", torch_model(root / "model")
     for namespace in NAMESPACES:
         embedded_with(store, namespace, model)
     embedded_with(store, "broken", damaged_model(root / "broken-model", model))
-    env = {**no_hub_env(root), "HF_HUB_OFFLINE": "1"}  # no --models: each namespace's own model
+    return store, {**no_hub_env(root), "HF_HUB_OFFLINE": "1"}
+
+
+@pytest.fixture(scope="module")
+def cold(cold_store: tuple[Path, dict[str, str]]) -> Iterator[Server]:
+    store, env = cold_store
     running = Server(store, env=env)
     yield running
     running.stop()
@@ -115,3 +123,18 @@ def test_a_model_that_cannot_load_is_a_503_naming_the_cause(cold: Server) -> Non
         assert "cannot load model" in body["detail"] and "SafetensorError" in body["detail"], body
     assert read(cold, "n1").status_code == 200
     assert "Traceback" not in cold.stderr
+
+
+def test_over_mcp_a_model_that_cannot_load_is_a_tool_error_naming_the_cause(
+    cold_store: tuple[Path, dict[str, str]],
+) -> None:
+    store, env = cold_store
+    client = RawClient(store, env=env)
+    try:
+        client.send(tool_call(1, "recall", '{"query":"Where is the key?","namespace":"broken"}'))
+        reply = client.reply()
+    finally:
+        client.close()
+    assert reply is not None and reply["result"]["isError"] is True, reply
+    text = reply["result"]["content"][0]["text"]
+    assert text.startswith("ModelLoadError: cannot load model") and "SafetensorError" in text, text

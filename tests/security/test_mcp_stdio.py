@@ -30,12 +30,12 @@ REPLY_TIMEOUT = 20.0  # seconds: a hang fails the test instead of hanging the su
 class RawClient:
     """``muster mcp`` with raw pipes: JSON-RPC lines in, lines out, with a timeout on every reply."""
 
-    def __init__(self, store: Path, stderr: Path | None = None) -> None:
+    def __init__(self, store: Path, stderr: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.stderr = None if stderr is None else stderr.open("wb")  # else nothing is kept
         self.process = subprocess.Popen(
             [sys.executable, "-m", "muster_exact", "mcp", "--store", str(store)],
             cwd=REPO,
-            env={**os.environ, "MUSTER_MODELS": "cpu-small"},
+            env={**os.environ, "MUSTER_MODELS": "cpu-small"} if env is None else env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if self.stderr is None else self.stderr,
