@@ -11,8 +11,8 @@ Tools: ``remember``, ``remember_many``, ``recall``, ``search_memory``,
 Arguments reach the backend as the client sent them (the SDK neither
 coerces nor parses them), so the library's validation refuses bad
 input with the same message as over HTTP. A typed library error becomes a
-tool error carrying its message (:func:`tool_error`, the one place that
-mapping happens); nothing is written when a call is refused.
+tool error carrying its message (:func:`~muster_exact.serve.mcp_wire.tool_error`,
+the one place that mapping happens); nothing is written when a call is refused.
 
 Every request gets an answer: stdin is read and checked before the SDK
 reads it (:mod:`muster_exact.serve.mcp_wire`). SIGTERM and SIGINT stop the
