@@ -295,10 +295,13 @@ def writer(path: Path) -> str:
 
 def append_to(found: JsonLines) -> TextIO:
     """``found.path`` opened to append after its last complete line: a cut-off write is cut off
-    first. Only the holder of the file's lock may call it (a reader never cuts a file)."""
+    first. Only the holder of the file's lock may call it (a reader never cuts a file).
+
+    Line-buffered: each line reaches the file when it is written, so a run killed mid-way keeps
+    every line it finished, in every run file alike (contexts, timings, answers, judgments)."""
     if found.path.is_file() and found.path.stat().st_size > found.end:
         os.truncate(found.path, found.end)
-    return found.path.open("a", encoding="utf-8")
+    return found.path.open("a", encoding="utf-8", buffering=1)
 
 
 def complete_lines(path: Path) -> list[dict[str, Any]]:

@@ -124,7 +124,6 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 ):
                     line = answer_line(job, template, values, outcome)
                     out.write(json.dumps(line, ensure_ascii=False) + "\n")
-                    out.flush()
                     written += 1
                     counted.update()
                 counted.close()

@@ -125,8 +125,7 @@ def _write_contexts(
             }
             if cfg.stage.save_text:
                 line["text"] = context.text
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            out.flush()
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")  # on disk now (runs.append_to)
             timings.write(json.dumps({"qid": question.id, "query_ms": round(query_ms, 3)}) + "\n")
             counts["questions"] += 1
             counted.update()

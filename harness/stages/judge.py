@@ -127,7 +127,6 @@ def _judge_all(
             )
             for _, judged in llm.run_bounded(todo, judge, endpoint.concurrency):
                 out.write(json.dumps(judged, ensure_ascii=False) + "\n")
-                out.flush()
                 written += 1
                 counted.update()
             counted.close()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
+from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,12 +40,16 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     from muster_exact.serve import mcp
 
     backend = _backend(args)
-    try:
+
+    def run() -> None:
         _load_models(backend)
-        mcp.serve(backend)
-    finally:
-        backend.close()
-    return 0
+        stopped = mcp.serve(backend)  # the event loop took the signals: raised as they would be
+        if stopped == signal.SIGTERM:
+            raise _Terminated
+        if stopped == signal.SIGINT:
+            raise KeyboardInterrupt
+
+    return _served(backend, run)
 
 
 def _cmd_http(args: argparse.Namespace) -> int:
@@ -56,20 +63,25 @@ def _cmd_http(args: argparse.Namespace) -> int:
     sock = http.listen(args.host, args.port)  # a bad or busy port fails here, before the store is opened
     try:
         backend = _backend(args)
-        _load_models(backend)
     except BaseException:
         sock.close()
         raise
-    # The bound address is a name of this server too (unless it is every address).
-    hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]
-    log.warning(
-        "serving %s on http://%s:%d (%s)",
-        args.store,
-        args.host,
-        args.port,
-        "token required" if token else "no token",
-    )
-    try:
+
+    def run() -> None:
+        try:
+            _load_models(backend)
+        except BaseException:
+            sock.close()
+            raise
+        # The bound address is a name of this server too (unless it is every address).
+        hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]
+        log.warning(
+            "serving %s on http://%s:%d (%s)",
+            args.store,
+            args.host,
+            args.port,
+            "token required" if token else "no token",
+        )
         http.serve(
             backend,
             sock,
@@ -79,6 +91,40 @@ def _cmd_http(args: argparse.Namespace) -> int:
             origins=args.allow_origin,
             declared_records=args.declared_records,
         )
+
+    return _served(backend, run)
+
+
+# --- stopping: SIGTERM closes the store as SIGINT does (docs/decisions/0181-sigterm-closes.md) ---
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread as SIGINT raises KeyboardInterrupt, so that the store is
+    closed on the way out. Not an Exception: no ``except Exception`` on the way may swallow it."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough; a second must not cut the close short
+    raise _Terminated
+
+
+def _served(backend: Backend, run: Callable[[], None]) -> int:
+    """``run()`` (load the models, serve), then the store closed, however it ends. On SIGTERM
+    (systemctl stop, docker stop, kill) as on SIGINT: uvicorn shuts down and raises the signal
+    again, which the default handler answered by ending the process before the store was closed
+    (exit 143, a pending erase's text left in the -wal). Here SIGTERM raises
+    :class:`_Terminated`, the store is closed, and the exit is 0: a stop that was asked for and
+    done. SIGINT stays KeyboardInterrupt (the CLI's "interrupted", exit 130)."""
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        try:
+            run()
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the close is not cut short
+            backend.close()
+    except _Terminated:
+        log.warning("stopped by SIGTERM; the store is closed")
+        return 0
     finally:
-        backend.close()
+        signal.signal(signal.SIGTERM, previous)
     return 0

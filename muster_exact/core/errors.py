@@ -28,6 +28,11 @@ class ResourceMissing(MusterError):
     """An offline resource (tokenizer file, model files) is not prepared."""
 
 
+class ModelLoadError(ResourceMissing):
+    """A model's files are there but its library could not load them (damaged weights, too little
+    memory, a library bug): the cause is in the message, and the next call tries again."""
+
+
 class ManifestError(MusterError):
     """A pinned manifest is missing, unreadable or does not match the data."""
 

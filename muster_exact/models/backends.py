@@ -1,16 +1,19 @@
 """The embedders and cross-encoders themselves, one class per library, loaded once per model
-(``load_embedder``, ``load_reranker``)."""
+(``load_embedder``, ``load_reranker``: once whatever the concurrency, :mod:`.once`)."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from muster_exact.core import progress
+from muster_exact.core.errors import ModelLoadError, MusterError
 from muster_exact.models.hub import resolve
+from muster_exact.models.once import OncePerKey
 from muster_exact.models.onnx import onnx_model
-from muster_exact.models.profiles import ONNX_BACKENDS, ModelRef, require
+from muster_exact.models.profiles import HOW_TO_CHOOSE, ONNX_BACKENDS, ModelRef, require
 from muster_exact.models.window import _max_length
 
 if TYPE_CHECKING:
@@ -182,28 +185,60 @@ class FlagCrossEncoder:
         return [float(s) for s in (scores if isinstance(scores, list) else [scores])]
 
 
-@functools.lru_cache(maxsize=4)
 def load_embedder(ref: ModelRef) -> Embedder:
-    """The embedder for ``ref``, loaded once per process."""
-    log.info("loading embedder %s (%s)", ref.id, ref.backend)
-    if ref.backend == "flagembedding":
-        return BGEM3Embedder(ref)
-    if ref.backend not in ONNX_BACKENDS:
-        from muster_exact.models import numpy_bert
-
-        directory = resolve(ref)
-        if numpy_bert.runs_on_numpy(directory):
-            # The torch float64 path's function on numpy: the same vectors but for a rare component
-            # one float32 step apart (results/bench/vectors.md), so the same model_id.
-            model_id = f"{ref.key}#{SentenceTransformerEmbedder.NUMERICS}"
-            return numpy_bert.NumpyEmbedder(model_id, directory, _max_length(directory))
-    return SentenceTransformerEmbedder(ref)
+    """The embedder for ``ref``, loaded once per process, whatever the concurrency (callers that
+    ask while it loads wait for that load); a load that fails is :class:`ModelLoadError` naming
+    the cause, and the next call loads again (:mod:`.once`)."""
+    return _EMBEDDERS(ref)
 
 
-@functools.lru_cache(maxsize=4)
 def load_reranker(ref: ModelRef) -> Reranker:
-    """The cross-encoder for ``ref``, loaded once per process."""
+    """The cross-encoder for ``ref``, loaded as :func:`load_embedder` loads an embedder."""
+    return _RERANKERS(ref)
+
+
+def _embedder(ref: ModelRef) -> Embedder:
+    log.info("loading embedder %s (%s)", ref.id, ref.backend)
+    with _typed(ref):
+        if ref.backend == "flagembedding":
+            return BGEM3Embedder(ref)
+        if ref.backend not in ONNX_BACKENDS:
+            from muster_exact.models import numpy_bert
+
+            directory = resolve(ref)
+            if numpy_bert.runs_on_numpy(directory):
+                # The torch float64 path's function on numpy: the same vectors but for a rare
+                # component one float32 step apart (results/bench/vectors.md), so the same model_id.
+                model_id = f"{ref.key}#{SentenceTransformerEmbedder.NUMERICS}"
+                return numpy_bert.NumpyEmbedder(model_id, directory, _max_length(directory))
+        return SentenceTransformerEmbedder(ref)
+
+
+def _reranker(ref: ModelRef) -> Reranker:
     log.info("loading cross-encoder %s (%s)", ref.id, ref.backend)
-    if ref.backend == "flagembedding":
-        return FlagCrossEncoder(ref)
-    return CrossEncoderReranker(ref)
+    with _typed(ref):
+        if ref.backend == "flagembedding":
+            return FlagCrossEncoder(ref)
+        return CrossEncoderReranker(ref)
+
+
+@contextlib.contextmanager
+def _typed(ref: ModelRef) -> Iterator[None]:
+    """A model library's own error while loading ``ref`` as :class:`ModelLoadError`, with its type
+    and message (the libraries raise many types: OSError, RuntimeError, a safetensors error...).
+    Our typed errors (a missing extra, files not found) pass as they are."""
+    try:
+        yield
+    except MusterError:
+        raise
+    except Exception as exc:
+        log.warning("loading model %s failed: %s: %s", ref.id, type(exc).__name__, exc)
+        raise ModelLoadError(
+            f"cannot load model {ref.id!r} ({type(exc).__name__}: {exc}); the next request tries "
+            f"again. If its files are damaged, restore them or {HOW_TO_CHOOSE}"
+        ) from exc
+
+
+MODELS_KEPT = 4  # per kind: a process reads with one or two profiles; more are built again when used
+_EMBEDDERS: OncePerKey[ModelRef, Embedder] = OncePerKey(_embedder, MODELS_KEPT)
+_RERANKERS: OncePerKey[ModelRef, Reranker] = OncePerKey(_reranker, MODELS_KEPT)

@@ -1,4 +1,5 @@
-"""Serving a store: one backend (:mod:`.backend`) under the MCP server (:mod:`.mcp`), the HTTP API
+"""Serving a store: one backend (:mod:`.backend`) under the MCP server (:mod:`.mcp`, its
+stdin checked by :mod:`.mcp_wire`), the HTTP API
 (:mod:`.http`) and the agent-framework integrations (:mod:`muster_exact.integrations`).
 
 Nothing here is imported by ``import muster_exact``; each server needs its extra

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +138,16 @@ class Backend:
         with self._using(namespace, create=True) as store:
             assert store is not None  # a write always opens its namespace
             return store.add(records, request_id=request_id).to_dict()
+
+    def remember_many(self, records: Any, request_id: Any = None, namespace: Any = None) -> dict[str, Any]:
+        """Add a list of records (HTTP ``/v1/add``, MCP ``remember_many``): :meth:`remember`, with
+        ``records`` a list (one record alone is :meth:`remember`'s, not a batch's)."""
+        if not isinstance(records, list):
+            raise InputError(
+                f"records must be a list of records (strings or objects with 'text'), "
+                f"not {type(records).__name__}"
+            )
+        return self.remember(records, request_id, namespace)
 
     def recall(
         self, query: Any, units: Any = None, namespace: Any = None, where: Any = None
@@ -331,6 +341,17 @@ class Backend:
         if namespace is None:
             return self.namespace
         return check_namespace(namespace, held=self._default.has_namespace)
+
+
+def check_fields(sent: Iterable[str], fields: Sequence[str]) -> None:
+    """The argument names of one server call, as sent (an HTTP body's keys, an MCP tool's
+    arguments), against the ones it takes: the first unknown one is refused, never ignored (a
+    misspelt optional field, ``unit`` for ``units``, would otherwise be dropped without a word).
+    Both servers refuse it with this message; a Python caller gets Python's own TypeError."""
+    unknown = next((name for name in sent if name not in fields), None)
+    if unknown is not None:
+        shown = unknown.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise InputError(f"unknown field {shown!r}; this call takes {', '.join(fields)}")
 
 
 def _check_count(records: Any) -> None:

@@ -59,7 +59,7 @@ from muster_exact.core.limits import (
 from muster_exact.core.optional import MissingExtra
 from muster_exact.core.version import __version__
 from muster_exact.derive.declared import FORMATS
-from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError
+from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError, check_fields
 from muster_exact.serve.guard import Guard
 from muster_exact.serve.pages import add_pages
 from muster_exact.store import StoreError
@@ -95,7 +95,7 @@ _RECORD = {
     ]
 }
 _RECORDS = {"type": "array", "items": _RECORD, "minItems": 1, "maxItems": MAX_RECORDS_PER_CALL}
-Records = Annotated[list[Any], WithJsonSchema(_RECORDS)]
+Records = Annotated[Any, WithJsonSchema(_RECORDS)]  # a list: the backend says so, as MCP's does
 Name = Annotated[Any, WithJsonSchema(_NAME)]
 Query = Annotated[Any, WithJsonSchema({**_TEXT, "maxLength": MAX_QUERY_CHARS})]
 Units = Annotated[Any, WithJsonSchema({"type": ["integer", "null"], "minimum": 1, "maximum": MAX_UNITS})]
@@ -144,8 +144,9 @@ _WHERE = {
 
 
 class QueryIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    query: Query
+    # A missing query is no query (None): the library refuses it as MCP and Python callers see it.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"required": ["query"]})
+    query: Query = None
     units: Units = None
     namespace: Name = None
     where: Annotated[Any, WithJsonSchema(_WHERE)] = None
@@ -245,6 +246,10 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        try:
+            _check_body_fields(request, exc)
+        except InputError as unknown:
+            return await muster_error(request, unknown)
         # Where and what, never the input itself: it can be megabytes, or text that cannot be sent.
         detail = [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
         return _answer(422, detail)
@@ -257,7 +262,7 @@ def create_app(
     @app.post("/v1/add", operation_id="add", responses={200: {"links": _READS_OF_THE_ADDED}})
     def add(body: AddIn) -> dict[str, Any]:
         """Add records in one transaction (no model call); a repeated request_id is applied once."""
-        return backend.remember(body.records, body.request_id, body.namespace)
+        return backend.remember_many(body.records, body.request_id, body.namespace)
 
     @app.post("/v1/context", operation_id="context")
     def context(body: QueryIn) -> dict[str, Any]:
@@ -328,6 +333,16 @@ def create_app(
             return backend.recall_declared(body.format, body.records, body.query, body.units)
 
     return Guard(app, token, max_body, hosts, origins)
+
+
+def _check_body_fields(request: Request, exc: RequestValidationError) -> None:
+    """A body field the route does not take, refused as an MCP tool refuses an unknown argument
+    (:func:`~muster_exact.serve.backend.check_fields`, one message for both)."""
+    sent = [e["loc"][1] for e in exc.errors() if e["type"] == "extra_forbidden" and len(e["loc"]) == 2]
+    body = getattr(request.scope.get("route"), "body_field", None)
+    model = getattr(getattr(body, "field_info", None), "annotation", None)
+    if sent and isinstance(model, type) and issubclass(model, BaseModel):
+        check_fields([str(name) for name in sent], list(model.model_fields))
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -11,36 +11,29 @@ Tools: ``remember``, ``remember_many``, ``recall``, ``search_memory``,
 Arguments reach the backend as the client sent them (the SDK neither
 coerces nor parses them), so the library's validation refuses bad
 input with the same message as over HTTP. A typed library error becomes a
-tool error carrying its message (:func:`tool_error`, the one place that
-mapping happens); nothing is written when a call is refused.
+tool error carrying its message (:func:`~muster_exact.serve.mcp_wire.tool_error`,
+the one place that mapping happens); nothing is written when a call is refused.
 
-Every request gets an answer. The SDK's stdio transport reads lines with a
-JSON parser that stops at 200 levels of nesting and at a lone surrogate
-escape, and drops such a line without a reply (the client then waits
-forever), and it decodes bytes that are not UTF-8 as U+FFFD (the text would
-be stored altered). So :class:`CheckedLines` reads stdin first: a line that
-is not UTF-8, holds a lone surrogate, nests deeper than
-``MAX_MESSAGE_DEPTH`` or is not JSON-RPC is answered here (a tool error for a
-tool call, a JSON-RPC error otherwise); every other line goes on to the SDK
-as canonical JSON.
+Every request gets an answer: stdin is read and checked before the SDK
+reads it (:mod:`muster_exact.serve.mcp_wire`). SIGTERM and SIGINT stop the
+server at once, also while its client is connected: :func:`serve` returns
+the signal, and the caller closes the store.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
+import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 from pydantic import PlainValidator, WithJsonSchema
 
-from muster_exact.core.errors import InputError, MusterError
+from muster_exact.core.errors import MusterError
 from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.serve.backend import Backend
-from muster_exact.store import check_unicode
+from muster_exact.serve.mcp_wire import CheckedLines, tool_error
 from muster_exact.store.dump import DEFAULT_PAGE
 
 log = logging.getLogger(__name__)
@@ -51,7 +44,6 @@ INSTRUCTIONS = (
     "order, to read before answering; call forget with record ids (search_memory shows them) to "
     "delete records for good."
 )
-MAX_MESSAGE_DEPTH = 128  # nesting of one JSON-RPC message; the SDK's parser gives up at 200
 
 if TYPE_CHECKING:
     Text: TypeAlias = Any
@@ -85,14 +77,6 @@ else:
             }
         ),
     ]
-
-
-def tool_error(backend: Backend, exc: MusterError) -> Any:
-    """The one place a typed error becomes what a tool answers: a tool error with its message."""
-    from mcp_types import CallToolResult, TextContent
-
-    text = f"{type(exc).__name__}: {backend.explain(exc)}"
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def create_server(backend: Backend) -> Any:
@@ -136,7 +120,7 @@ def create_server(backend: Backend) -> Any:
         "speaker", "time", "id", "metadata"). request_id: optional; a retry is applied once.
         namespace: optional, a separate memory.
         """
-        return answer(lambda: backend.remember(records, request_id, namespace))
+        return answer(lambda: backend.remember_many(records, request_id, namespace))
 
     @server.tool()
     def recall(
@@ -226,178 +210,46 @@ def _record(text: Any, speaker: Any, time: Any, metadata: Any) -> dict[str, Any]
     return record
 
 
-def serve(backend: Backend) -> None:
+def serve(backend: Backend) -> int | None:
+    """Serve on stdin and stdout until stdin ends (None) or SIGTERM or SIGINT comes (that
+    signal's number); the caller closes the store either way."""
     import anyio
 
-    anyio.run(_serve_stdio, create_server(backend), backend)
+    return anyio.run(_serve_stdio, create_server(backend), backend)
 
 
-async def _serve_stdio(server: Any, backend: Backend) -> None:
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+async def _serve_stdio(server: Any, backend: Backend) -> int | None:
+    import anyio
     from mcp.server.stdio import stdio_server
 
-    lines = CheckedLines(sys.stdin.buffer, backend)
-    # The SDK serves the lines given; its own stdout handling (the wire on a private descriptor,
-    # stray prints sent to stderr) stays. mcp 2.x has no public way to run an MCPServer on given
-    # streams, hence the low-level server (the extra pins mcp < 3).
-    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-        lines.replies = write_stream
-        low = server._lowlevel_server
-        await low.run(read_stream, write_stream, low.create_initialization_options())
+    tools = {tool.name: tool.input_schema for tool in await server.list_tools()}
+    lines = CheckedLines(sys.stdin.buffer, backend, tools)
+    stopped: list[int] = []
+    async with anyio.create_task_group() as group:
+        if sys.platform != "win32":  # no signal handlers on an event loop there
+            group.start_soon(_stop_on_signal, group.cancel_scope, stopped)
+        # The SDK serves the lines given; its own stdout handling (the wire on a private
+        # descriptor, stray prints sent to stderr) stays. mcp 2.x has no public way to run an
+        # MCPServer on given streams, hence the low-level server (the extra pins mcp < 3).
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.replies = write_stream
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+        group.cancel_scope.cancel()  # stdin ended: stop waiting for a signal
+    return stopped[0] if stopped else None
 
 
-# --- stdin, checked before the SDK reads it -------------------------------------------------
+async def _stop_on_signal(scope: Any, stopped: list[int]) -> None:
+    """The first SIGTERM or SIGINT cancels the server (a request in progress with it) and is
+    kept, so that the caller closes the store and exits as that signal asks."""
+    import anyio
 
-
-@dataclass(frozen=True)
-class Refused:
-    """A line answered here: the message as far as it could be read (for its id), and why."""
-
-    message: Any
-    error: MusterError
-    code: int = -32602  # JSON-RPC "invalid params"; -32700 when the line is not JSON at all
-
-
-class CheckedLines:
-    """The lines of stdin the SDK may read, as an async iterator; the others are answered on
-    ``replies`` (the SDK's write stream, set once it exists)."""
-
-    def __init__(self, raw: BinaryIO, backend: Backend) -> None:
-        import anyio
-
-        self._raw = anyio.wrap_file(raw)
-        self._backend = backend
-        self.replies: Any = None
-
-    def __aiter__(self) -> CheckedLines:
-        return self
-
-    async def __anext__(self) -> str:
-        while True:
-            line = await self._raw.readline()
-            if not line:
-                raise StopAsyncIteration
-            if not line.strip():
-                continue
-            checked = checked_line(line)
-            if isinstance(checked, str):
-                return checked
-            await self._answer(checked)
-
-    async def _answer(self, refused: Refused) -> None:
-        reply = refusal_reply(self._backend, refused)
-        if reply is None:
-            log.warning("refused a notification (no reply possible): %s", refused.error)
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            log.info("stopping on %s", signal.Signals(signum).name)
+            stopped.append(signum)
+            scope.cancel()
             return
-        from mcp.shared.message import SessionMessage
-
-        await self.replies.send(SessionMessage(reply))
-
-
-def checked_line(line: bytes) -> str | Refused:
-    """A line the SDK can read (canonical JSON of a valid message), or why it is refused."""
-    try:
-        text, not_utf8 = line.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        # Read on (invalid bytes as lone surrogates) only to find the request's id.
-        text = line.decode("utf-8", "surrogateescape")
-        not_utf8 = InputError(f"the request is not UTF-8 text (byte {exc.start}); send text as UTF-8")
-    try:
-        message = json.loads(text)
-    except RecursionError:
-        return Refused(_envelope(text), _too_deep())
-    except ValueError:
-        return Refused(None, InputError("the line is not JSON"), code=-32700)
-    problem = not_utf8 or _problem(message)
-    if problem is not None:
-        return Refused(message, problem)
-    try:
-        canonical = json.dumps(message, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        return Refused(message, InputError("the request holds NaN or Infinity, which JSON does not allow"))
-    from mcp_types import jsonrpc_message_adapter
-    from pydantic import ValidationError
-
-    try:
-        jsonrpc_message_adapter.validate_python(message, by_name=False)
-    except ValidationError as exc:
-        return Refused(message, InputError(f"not a JSON-RPC message ({exc.error_count()} problems)"), -32600)
-    return canonical
-
-
-def _problem(message: Any) -> InputError | None:
-    """The first reason to refuse a parsed message: nesting past the bound, or a string (key or
-    value) that is not valid Unicode. Iterative, so no depth can overflow the stack."""
-    stack: list[tuple[Any, int, tuple[str, ...]]] = [(message, 1, ())]
-    while stack:
-        value, depth, where = stack.pop()
-        if isinstance(value, str):
-            try:
-                check_unicode(value, _where(where))
-            except InputError as exc:
-                return exc
-        elif isinstance(value, (dict, list)):
-            if depth > MAX_MESSAGE_DEPTH:
-                return _too_deep()
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for key, item in items:
-                if isinstance(key, str):
-                    stack.append((key, depth, (*where, "(a key)")))
-                stack.append((item, depth + 1, (*where, str(key))))
-    return None
-
-
-def _too_deep() -> InputError:
-    return InputError(
-        f"the request nests deeper than {MAX_MESSAGE_DEPTH} levels; nest its arguments (metadata) less deeply"
-    )
-
-
-def _where(path: tuple[str, ...]) -> str:
-    """Where in a message a string is, for a message ("argument 'text'"), always encodable."""
-    names = [p.encode("utf-8", "backslashreplace").decode("utf-8") for p in path]
-    if names[:2] == ["params", "arguments"] and len(names) > 2:
-        return f"argument {'.'.join(names[2:])!r}"
-    return ".".join(names) or "the request"
-
-
-# A JSON token: a string (escapes kept whole), one bracket, or a run of anything else.
-_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|[^"\[\]{}]+')
-
-
-def _envelope(text: str) -> Any:
-    """The top of a message too deep to parse, with every container below ``params`` replaced by
-    null, so that its id and method (and tool name) can still be read; None when even that fails."""
-    kept, depth = [], 0
-    for token in _TOKEN.findall(text):
-        if token in ("{", "["):
-            depth += 1
-            kept.append(token if depth <= 2 else "null" if depth == 3 else "")
-        elif token in ("}", "]"):
-            kept.append(token if depth <= 2 else "")
-            depth -= 1
-        elif depth <= 2:
-            kept.append(token)
-    try:
-        return json.loads("".join(kept))
-    except (ValueError, RecursionError):
-        return None
-
-
-def refusal_reply(backend: Backend, refused: Refused) -> Any:
-    """The answer to a refused line: a tool error for a tool call, a JSON-RPC error for any other
-    request (with id null when the line is not JSON), None for a notification."""
-    from mcp_types import ErrorData, JSONRPCError, JSONRPCResponse
-
-    message = refused.message if isinstance(refused.message, dict) else {}
-    request_id = message.get("id")
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        request_id = None
-    if "method" in message and "id" not in message:
-        return None
-    if request_id is not None and message.get("method") == "tools/call":
-        result = tool_error(backend, refused.error).model_dump(by_alias=True, exclude_none=True, mode="json")
-        return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
-    error = ErrorData(
-        code=refused.code, message=f"{type(refused.error).__name__}: {backend.explain(refused.error)}"
-    )
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)

@@ -7,6 +7,7 @@ written to the server's stdin as they would arrive from a buggy or hostile clien
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -29,14 +30,15 @@ REPLY_TIMEOUT = 20.0  # seconds: a hang fails the test instead of hanging the su
 class RawClient:
     """``muster mcp`` with raw pipes: JSON-RPC lines in, lines out, with a timeout on every reply."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, stderr: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.stderr = None if stderr is None else stderr.open("wb")  # else nothing is kept
         self.process = subprocess.Popen(
             [sys.executable, "-m", "muster_exact", "mcp", "--store", str(store)],
             cwd=REPO,
-            env={**os.environ, "MUSTER_MODELS": "cpu-small"},
+            env={**os.environ, "MUSTER_MODELS": "cpu-small"} if env is None else env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if self.stderr is None else self.stderr,
         )
         self.pending = b""
         hello = {
@@ -75,12 +77,15 @@ class RawClient:
 
     def close(self) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.close()
+        with contextlib.suppress(BrokenPipeError):  # the server may have gone already
+            self.process.stdin.close()
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.stderr is not None:
+            self.stderr.close()
 
 
 def tool_call(n: int, tool: str, arguments: str) -> bytes:
@@ -166,6 +171,44 @@ def test_lines_that_are_not_json_rpc_get_an_error_answer(client: tuple[RawClient
     assert reply is not None and reply["id"] == 302 and "not valid Unicode" in reply["error"]["message"], (
         reply
     )
+
+
+BAD_IDS = {"a float": "1.5", "null": "null", "true": "true", "an array": "[7]", "an object": '{"n":7}'}
+
+
+@pytest.mark.parametrize("method", ["tools/list", "tools/call"])
+@pytest.mark.parametrize("case", list(BAD_IDS))
+def test_a_request_whose_id_is_not_a_string_or_an_integer_gets_an_error_with_id_null(
+    client: tuple[RawClient, Path], case: str, method: str
+) -> None:
+    """JSON-RPC 2.0: the id of an invalid request cannot be answered, so the error's id is null;
+    MCP also refuses null. Before, these lines passed as notifications and got no reply at all."""
+    raw, store = client
+    params = '{"name":"remember","arguments":{"text":"kept?"}}' if method == "tools/call" else "{}"
+    raw.send(f'{{"jsonrpc":"2.0","id":{BAD_IDS[case]},"method":"{method}","params":{params}}}'.encode())
+    reply = raw.reply()
+    assert reply is not None, f"id {case}: no reply (the client would hang)"
+    assert reply["id"] is None and reply["error"]["code"] == -32600, reply
+    assert "id must be a string or an integer" in reply["error"]["message"], reply
+    assert records_in(store) == []
+
+
+def test_a_line_that_is_not_a_valid_notification_gets_an_error_and_a_valid_one_none(
+    client: tuple[RawClient, Path],
+) -> None:
+    """No id and a method that is not a name: an invalid request (JSON-RPC 2.0's own example),
+    answered with id null. A valid notification is never answered: the next reply is the ping's."""
+    raw, _ = client
+    for line in (b'{"jsonrpc":"2.0","method":1,"params":"bar"}', b'{"jsonrpc":"1.0","method":"ping"}'):
+        raw.send(line)
+        reply = raw.reply()
+        assert reply is not None and reply["id"] is None and reply["error"]["code"] == -32600, (line, reply)
+    raw.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}')
+    assert raw.request({"jsonrpc": "2.0", "id": 500, "method": "ping"}) == {
+        "jsonrpc": "2.0",
+        "id": 500,
+        "result": {},
+    }
 
 
 def test_the_server_still_works_after_every_refusal(client: tuple[RawClient, Path]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from muster_exact.core.errors import InputError
-from muster_exact.serve.backend import Backend
+from muster_exact.serve.backend import Backend, check_fields
 from muster_exact.store import Store
 from tests.conftest import REPO
 from tests.serve.test_http import Server, records_in
@@ -39,6 +39,17 @@ def add(records: Any, **kwargs: Any) -> Callable[[Path], Any]:
     def call(path: Path) -> Any:
         with Store.open(path) as store:
             return store.add(records, **kwargs)
+
+    return call
+
+
+def remember_many(records: Any) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        backend = Backend(path)
+        try:
+            return backend.remember_many(records)
+        finally:
+            backend.close()
 
     return call
 
@@ -80,6 +91,12 @@ def listing(limit: Any = 100, offset: Any = 0) -> Callable[[Path], Any]:
             return store.list_records(limit, offset)
 
     return call
+
+
+def fields(sent: dict[str, Any], takes: tuple[str, ...]) -> Callable[[Path], Any]:
+    """The argument names of one call, checked as both servers check them (an HTTP body's keys,
+    an MCP tool's arguments); in Python an unknown keyword is Python's own TypeError."""
+    return lambda path: check_fields(sent, takes)
 
 
 ID = "'id' must be a string or a whole number"
@@ -226,6 +243,25 @@ CASES = {
     ),
     "list: limit 0": Case(
         listing(0), ("GET /v1/records?limit=0", {}), ("list_memories", {"limit": 0}), "limit must be"
+    ),
+    "records a number": Case(
+        remember_many(5),
+        ("/v1/add", {"records": 5}),
+        ("remember_many", {"records": 5}),
+        "records must be a list of records (strings or objects with 'text'), not int",
+    ),
+    "records a string": Case(
+        remember_many("x"),
+        ("/v1/add", {"records": "x"}),
+        ("remember_many", {"records": "x"}),
+        "records must be a list of records (strings or objects with 'text'), not str",
+    ),
+    "query missing": Case(recall(None), ("/v1/context", {}), ("recall", {}), "empty query"),
+    "an unknown field": Case(
+        fields({"query": "q", "limit": 3}, ("query", "units", "namespace", "where")),
+        ("/v1/context", {"query": "q", "limit": 3}),
+        ("recall", {"query": "q", "limit": 3}),
+        "unknown field 'limit'; this call takes query, units, namespace, where",
     ),
     "list: offset -1": Case(
         listing(100, -1),
