@@ -12,8 +12,10 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+from muster_exact.core.errors import InputError
 from muster_exact.serve import pages
 from muster_exact.serve.backend import TOKEN_ENV, ServeError
+from muster_exact.serve.body import NOT_JSON_BODY, body_json, check_query
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +63,23 @@ class Guard:
         if refusal is not None:
             await _send_json(send, *refusal)
             return
+        try:
+            check_query(scope.get("query_string", b""))
+        except InputError as exc:
+            await _send_json(send, 422, str(exc), error="InputError")
+            return
         if scope["method"] not in WRITE_METHODS:
             await self.app(scope, receive, send)
             return
         body = await self._body(receive, send)
         if body is None:
             return
-        as_json = _as_json(scope, headers, body)
+        try:
+            value = body_json(body)
+        except InputError as exc:  # JSON, but not as Python's reader takes it: named here
+            await _send_json(send, 422, str(exc), error="InputError")
+            return
+        as_json = _as_json(scope, headers, value)
         if as_json is None:
             await _send_json(send, 415, NOT_JSON)
             return
@@ -143,15 +155,14 @@ def _media_type(headers: dict[bytes, bytes]) -> str:
     return headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
 
 
-def _as_json(scope: Scope, headers: dict[bytes, bytes], body: bytes) -> Scope | None:
+def _as_json(scope: Scope, headers: dict[bytes, bytes], value: Any) -> Scope | None:
     """The write as the routes read it: as sent when it says JSON; from a program (no ``Origin``:
     a page's write always has one, and :meth:`Guard._refusal` checked it) with a body that parses
-    as JSON, the same request marked ``application/json``; None (415) when the body is not JSON."""
+    as JSON (``value``, from :func:`body_json`), the same request marked ``application/json``;
+    None (415) when the body is not JSON."""
     if _media_type(headers) == JSON:
         return scope
-    try:
-        json.loads(body)
-    except ValueError:  # UnicodeDecodeError included
+    if value is NOT_JSON_BODY:
         return None
     marked = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-type"]
     return {**scope, "headers": [*marked, (b"content-type", JSON.encode())]}
@@ -177,8 +188,10 @@ def check_token(token: str, source: str) -> str:
     return token
 
 
-async def _send_json(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
-    data = json.dumps({"detail": detail}).encode()
+async def _send_json(
+    send: Send, status: int, detail: str, extra: dict[str, str] | None = None, *, error: str | None = None
+) -> None:
+    data = json.dumps({"detail": detail} | ({} if error is None else {"error": error})).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
