@@ -48,7 +48,7 @@ class Guard:
     ) -> None:
         self.app = app
         self.token = None if token is None else check_token(token, "the token").encode("ascii")
-        self.max_body = max_body
+        self.max_body = check_max_body(max_body)
         self.hosts = {h.lower() for h in (*LOCAL_HOSTS, *hosts)}
         self.origins = {o.lower().rstrip("/") for o in origins}
 
@@ -170,13 +170,23 @@ def _as_json(scope: Scope, headers: dict[bytes, bytes], value: Any) -> Scope | N
 
 def token_of(given: str | None) -> str | None:
     """The server's token: ``--token`` when given (with a warning: every user of the machine can
-    read a command line, with ps), else ``$MUSTER_HTTP_TOKEN``, else none."""
-    if given:
+    read a command line, with ps), else ``$MUSTER_HTTP_TOKEN``, else none. Set but empty is
+    refused, not read as none: a token emptied by mistake must not open the server."""
+    if given is not None:
         check_token(given, "--token")
         log.warning("--token is visible to every user of this machine (ps); set $%s instead", TOKEN_ENV)
         return given
-    from_env = os.environ.get(TOKEN_ENV) or None
+    from_env = os.environ.get(TOKEN_ENV)
+    if from_env == "":
+        raise ServeError(f"${TOKEN_ENV} is set but empty; set a token, or unset it to serve without one")
     return None if from_env is None else check_token(from_env, f"${TOKEN_ENV}")
+
+
+def check_max_body(max_body: int) -> int:
+    """A body limit some body fits (at least a byte); refused at start-up, not with every POST."""
+    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
+        raise ServeError(f"--max-body must be a number of bytes above 0, not {max_body!r}")
+    return max_body
 
 
 def check_token(token: str, source: str) -> str:
