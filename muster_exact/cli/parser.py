@@ -249,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "--max-body",
                 type=int,
                 default=DEFAULT_MAX_BODY,
+                metavar="BYTES",
                 help=f"request body limit in bytes (default: {DEFAULT_MAX_BODY // 2**20} MiB)",
             )
             p.add_argument(

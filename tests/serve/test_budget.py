@@ -97,3 +97,26 @@ def test_refusals_are_one_line_per_kind_per_interval(caplog: pytest.LogCaptureFi
     assert len(lines) == 3, lines
     assert lines[0].startswith("closed slow ones (") and lines[1].startswith("refused new ones (")
     assert lines[2] == "closed slow ones: 1,000 since the last such line"
+
+
+def test_asyncio_s_accept_failures_are_counted_not_logged_each(caplog: pytest.LogCaptureFixture) -> None:
+    """Out of descriptors, Python 3.11's accept loop logs a traceback for every connection in the
+    backlog; while the server runs they are one counted line."""
+    from muster_exact.serve.connections import Refusals, collapsed_logs
+
+    failure = OSError(24, "Too many open files")
+    with caplog.at_level(logging.WARNING), collapsed_logs(Refusals()):
+        for _ in range(500):
+            logging.getLogger("asyncio").error(
+                "socket.accept() out of system resource\nsocket: <fd=3>", exc_info=failure
+            )
+        logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+        logging.getLogger("asyncio").error("something else")  # not a flood: as it is
+    lines = [(record.name, record.getMessage().splitlines()[0]) for record in caplog.records]
+    assert lines == [
+        ("muster_exact.serve.connections", lines[0][1]),
+        ("muster_exact.serve.connections", lines[1][1]),
+        ("asyncio", "something else"),
+    ], lines
+    assert "out of file descriptors" in lines[0][1] and "not HTTP" in lines[1][1]
+    assert not any(record.exc_info for record in caplog.records if record.name != "asyncio")
