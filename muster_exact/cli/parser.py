@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from muster_exact.core.limits import DEFAULT_MAX_BODY
     from muster_exact.serve.backend import DEFAULT_MAX_OPEN, TOKEN_ENV
+    from muster_exact.serve.budget import (
+        DEFAULT_BODY_TIMEOUT,
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_MAX_CONNECTIONS,
+        FDS_PER_NAMESPACE,
+    )
 
     for name, text in (
         ("mcp", "serve a store to MCP clients over stdio"),
@@ -225,8 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--max-open-namespaces",
             type=int,
-            default=DEFAULT_MAX_OPEN,
-            help=f"namespaces open at once; the least recently used is closed (default: {DEFAULT_MAX_OPEN})",
+            metavar="N",
+            help="namespaces open at once, the least recently used closed first (each holds about "
+            f"{FDS_PER_NAMESPACE} file descriptors; default: what ulimit -n leaves room for, at most "
+            f"{DEFAULT_MAX_OPEN}; a number that does not fit is refused)",
         )
         if name == "http":
             p.add_argument(
@@ -238,7 +246,34 @@ def build_parser() -> argparse.ArgumentParser:
                 help=f"as ${TOKEN_ENV}, which is better: a command line is visible to every user (ps)",
             )
             p.add_argument(
-                "--max-body", type=int, default=DEFAULT_MAX_BODY, help="request body limit in bytes"
+                "--max-body",
+                type=int,
+                default=DEFAULT_MAX_BODY,
+                metavar="BYTES",
+                help=f"request body limit in bytes (default: {DEFAULT_MAX_BODY // 2**20} MiB)",
+            )
+            p.add_argument(
+                "--max-connections",
+                type=int,
+                metavar="N",
+                help="connections open at once; a new one closes the one that has waited longest on its "
+                "client, else gets 503 (default: what ulimit -n leaves room for, at most "
+                f"{DEFAULT_MAX_CONNECTIONS})",
+            )
+            p.add_argument(
+                "--header-timeout",
+                type=float,
+                default=DEFAULT_HEADER_TIMEOUT,
+                metavar="SECONDS",
+                help=f"a request head not in after this is 408 (default: {DEFAULT_HEADER_TIMEOUT:g})",
+            )
+            p.add_argument(
+                "--body-timeout",
+                type=float,
+                default=DEFAULT_BODY_TIMEOUT,
+                metavar="SECONDS",
+                help="a request body not in this long after its head is 408 (default: "
+                f"{DEFAULT_BODY_TIMEOUT:g})",
             )
             p.add_argument(
                 "--allow-host",

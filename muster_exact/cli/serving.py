@@ -6,6 +6,7 @@ import argparse
 import logging
 import signal
 from collections.abc import Callable
+from dataclasses import replace
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -15,15 +16,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("muster_exact.cli")
 
 
-def _backend(args: argparse.Namespace) -> Backend:
+def _backend(args: argparse.Namespace, namespaces: int | None = None) -> Backend:
+    """The served backend, with ``namespaces`` open at most (None: what the file descriptors
+    leave room for, or ``--max-open-namespaces`` when it fits: :mod:`muster_exact.serve.budget`)."""
     from muster_exact.serve.backend import Backend
+    from muster_exact.serve.budget import budget
 
+    if namespaces is None:  # a stdio server: no connections share the descriptors
+        namespaces = budget(args.max_open_namespaces, serves_connections=False).namespaces
     return Backend(
         args.store,
         namespace=args.namespace,
         preset=args.preset,
         models=args.models,
-        max_open=args.max_open_namespaces,
+        max_open=namespaces,
     )
 
 
@@ -57,12 +63,17 @@ def _cmd_http(args: argparse.Namespace) -> int:
 
     require("fastapi", "'muster-memory[http]'")
     from muster_exact.serve import http
-    from muster_exact.serve.guard import token_of
+    from muster_exact.serve.budget import Limits, budget
+    from muster_exact.serve.guard import check_max_body, token_of
 
     token = token_of(args.token)
+    check_max_body(args.max_body)
+    limits = Limits(args.header_timeout, args.body_timeout, args.max_connections)
     sock = http.listen(args.host, args.port)  # a bad or busy port fails here, before the store is opened
     try:
-        backend = _backend(args)
+        shares = budget(args.max_open_namespaces, limits.max_connections)  # of the descriptors left now
+        limits = replace(limits, max_connections=shares.connections)
+        backend = _backend(args, shares.namespaces)
     except BaseException:
         sock.close()
         raise
@@ -90,6 +101,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
             hosts=hosts,
             origins=args.allow_origin,
             declared_records=args.declared_records,
+            limits=limits,
         )
 
     return _served(backend, run)

@@ -12,24 +12,25 @@ into its own answers in one place, through :meth:`Backend.explain`, which
 never shows the store's path.
 
 Namespaces are opened on first use and kept in a bounded LRU
-(``max_open``): the least recently used one is closed when the bound is
-passed, never while a call is using it. A read of a namespace the file does
-not hold opens nothing and answers as an empty namespace does.
+(``max_open``, the default namespace included): the least recently used idle
+one is closed to make room, never one a call is using, and a call that needs
+a place while every place is in use waits for one, so no more are ever open
+(the file descriptors they hold are budgeted: :mod:`muster_exact.serve.budget`).
+A read of a namespace the file does not hold opens nothing and answers as an
+empty namespace does.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from muster_exact.core.errors import ErasePending, InputError, MusterError
 from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
 from muster_exact.retrieve.assemble import Context
+from muster_exact.serve.namespaces import OpenNamespaces
 from muster_exact.store import (
     DEFAULT_NAMESPACE,
     DeleteResult,
@@ -44,19 +45,11 @@ from muster_exact.store.validation import checked_delete, checked_id, validate
 from muster_exact.store.where import checked_where
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
-DEFAULT_MAX_OPEN = 64  # namespaces: ~3 descriptors each, ~7 once read (vector and score caches): ~450
+DEFAULT_MAX_OPEN = 64  # namespaces: 8 descriptors each once read (serve.budget): the servers derive theirs
 
 
 class ServeError(MusterError):
     """A server cannot start with these settings (a port it cannot listen on, a token it cannot check)."""
-
-
-@dataclass
-class _Open:
-    """An open namespace and how many calls are using it now (it is closed only when none is)."""
-
-    store: Store
-    users: int = 0
 
 
 class Backend:
@@ -71,21 +64,19 @@ class Backend:
         models: Any = None,
         max_open: int = DEFAULT_MAX_OPEN,
     ) -> None:
-        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
-            raise InputError(
-                f"max_open_namespaces (--max-open-namespaces) must be at least 1, not {max_open!r}"
-            )
+        check_max_open(max_open)
         self.path = Path(path)
         self.preset = preset
         self.models = models
         self.max_open = max_open
         self._models_profile()  # an unknown profile or preset fails now, not at every read
-        self._open: OrderedDict[str, _Open] = OrderedDict()
-        self._lock = threading.Lock()  # guards _open; each Store has its own lock for its connection
         # The default namespace stays open (one of the max_open): it also answers "which namespaces
         # exist", and opening it now fails a bad path at start.
         self._default = Store.open(self.path, namespace, preset=preset, models=models)
         self.namespace = self._default.namespace  # as checked: in NFC, or as an older file holds it
+        self._others = OpenNamespaces(
+            lambda name: Store.open(self.path, name, preset=preset, models=models), max_open - 1
+        )
         self._hidden = _path_forms(self.path)
 
     def store(self) -> Store:
@@ -93,9 +84,7 @@ class Backend:
         return self._default
 
     def close(self) -> None:
-        with self._lock:
-            entries, self._open = list(self._open.values()), OrderedDict()
-        _close([entry.store for entry in entries])
+        self._others.close()
         self._default.close()
 
     def load_models(self) -> tuple[str, float]:
@@ -288,48 +277,11 @@ class Backend:
         if name == self.namespace:
             yield self._default
             return
-        entry = self._acquire(name, create)
-        if entry is None:
+        if not create and not self._others.is_open(name) and name not in self._default.namespaces():
             yield None
             return
-        try:
-            yield entry.store
-        finally:
-            with self._lock:
-                entry.users -= 1
-                evicted = self._evict()
-            _close(evicted)
-
-    def _acquire(self, name: str, create: bool) -> _Open | None:
-        with self._lock:
-            entry = self._open.get(name)
-            if entry is not None:
-                entry.users += 1
-                self._open.move_to_end(name)
-                return entry
-        if not create and name not in self._default.namespaces():
-            return None
-        # Opened outside the lock: opening can wait on SQLite, and other namespaces must not wait with it.
-        opened = Store.open(self.path, name, preset=self.preset, models=self.models)
-        with self._lock:
-            entry = self._open.get(name)
-            spare = [] if entry is None else [opened]  # another call opened it meanwhile
-            if entry is None:
-                entry = self._open[name] = _Open(opened)
-            entry.users += 1
-            self._open.move_to_end(name)
-            evicted = self._evict()
-        _close(spare + evicted)
-        return entry
-
-    def _evict(self) -> list[Store]:
-        """Take the least recently used idle namespaces out of the LRU until it fits the bound (the
-        default namespace holds one place); the caller closes them outside the lock."""
-        evicted = []
-        idle = [name for name, entry in self._open.items() if entry.users == 0]
-        while len(self._open) > self.max_open - 1 and idle:
-            evicted.append(self._open.pop(idle.pop(0)).store)
-        return evicted
+        with self._others.using(name) as store:
+            yield store
 
     def _head_of(self, store: Store | None, namespace: Any) -> Head:
         if store is not None:
@@ -352,6 +304,13 @@ def check_fields(sent: Iterable[str], fields: Sequence[str]) -> None:
     if unknown is not None:
         shown = unknown.encode("utf-8", "backslashreplace").decode("utf-8")
         raise InputError(f"unknown field {shown!r}; this call takes {', '.join(fields)}")
+
+
+def check_max_open(max_open: Any) -> int:
+    """A bound on open namespaces: a whole number, at least 1 (the default namespace)."""
+    if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
+        raise InputError(f"max_open_namespaces (--max-open-namespaces) must be at least 1, not {max_open!r}")
+    return max_open
 
 
 def _check_count(records: Any) -> None:
@@ -424,11 +383,6 @@ def _units(units: Any) -> int | None:
     if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= MAX_UNITS:
         raise InputError(f"units must be a whole number from 1 to {MAX_UNITS}, not {units!r}")
     return units
-
-
-def _close(stores: list[Store]) -> None:
-    for store in stores:
-        store.close()
 
 
 def _path_forms(path: Path) -> list[tuple[str, str]]:

@@ -12,8 +12,10 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+from muster_exact.core.errors import InputError
 from muster_exact.serve import pages
 from muster_exact.serve.backend import TOKEN_ENV, ServeError
+from muster_exact.serve.body import NOT_JSON_BODY, body_json, check_query
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,7 @@ class Guard:
     ) -> None:
         self.app = app
         self.token = None if token is None else check_token(token, "the token").encode("ascii")
-        self.max_body = max_body
+        self.max_body = check_max_body(max_body)
         self.hosts = {h.lower() for h in (*LOCAL_HOSTS, *hosts)}
         self.origins = {o.lower().rstrip("/") for o in origins}
 
@@ -61,13 +63,23 @@ class Guard:
         if refusal is not None:
             await _send_json(send, *refusal)
             return
+        try:
+            check_query(scope.get("query_string", b""))
+        except InputError as exc:
+            await _send_json(send, 422, str(exc), error="InputError")
+            return
         if scope["method"] not in WRITE_METHODS:
             await self.app(scope, receive, send)
             return
         body = await self._body(receive, send)
         if body is None:
             return
-        as_json = _as_json(scope, headers, body)
+        try:
+            value = body_json(body)
+        except InputError as exc:  # JSON, but not as Python's reader takes it: named here
+            await _send_json(send, 422, str(exc), error="InputError")
+            return
+        as_json = _as_json(scope, headers, value)
         if as_json is None:
             await _send_json(send, 415, NOT_JSON)
             return
@@ -143,15 +155,14 @@ def _media_type(headers: dict[bytes, bytes]) -> str:
     return headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
 
 
-def _as_json(scope: Scope, headers: dict[bytes, bytes], body: bytes) -> Scope | None:
+def _as_json(scope: Scope, headers: dict[bytes, bytes], value: Any) -> Scope | None:
     """The write as the routes read it: as sent when it says JSON; from a program (no ``Origin``:
     a page's write always has one, and :meth:`Guard._refusal` checked it) with a body that parses
-    as JSON, the same request marked ``application/json``; None (415) when the body is not JSON."""
+    as JSON (``value``, from :func:`body_json`), the same request marked ``application/json``;
+    None (415) when the body is not JSON."""
     if _media_type(headers) == JSON:
         return scope
-    try:
-        json.loads(body)
-    except ValueError:  # UnicodeDecodeError included
+    if value is NOT_JSON_BODY:
         return None
     marked = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-type"]
     return {**scope, "headers": [*marked, (b"content-type", JSON.encode())]}
@@ -159,13 +170,23 @@ def _as_json(scope: Scope, headers: dict[bytes, bytes], body: bytes) -> Scope | 
 
 def token_of(given: str | None) -> str | None:
     """The server's token: ``--token`` when given (with a warning: every user of the machine can
-    read a command line, with ps), else ``$MUSTER_HTTP_TOKEN``, else none."""
-    if given:
+    read a command line, with ps), else ``$MUSTER_HTTP_TOKEN``, else none. Set but empty is
+    refused, not read as none: a token emptied by mistake must not open the server."""
+    if given is not None:
         check_token(given, "--token")
         log.warning("--token is visible to every user of this machine (ps); set $%s instead", TOKEN_ENV)
         return given
-    from_env = os.environ.get(TOKEN_ENV) or None
+    from_env = os.environ.get(TOKEN_ENV)
+    if from_env == "":
+        raise ServeError(f"${TOKEN_ENV} is set but empty; set a token, or unset it to serve without one")
     return None if from_env is None else check_token(from_env, f"${TOKEN_ENV}")
+
+
+def check_max_body(max_body: int) -> int:
+    """A body limit some body fits (at least a byte); refused at start-up, not with every POST."""
+    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
+        raise ServeError(f"--max-body must be a number of bytes above 0, not {max_body!r}")
+    return max_body
 
 
 def check_token(token: str, source: str) -> str:
@@ -177,8 +198,10 @@ def check_token(token: str, source: str) -> str:
     return token
 
 
-async def _send_json(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
-    data = json.dumps({"detail": detail}).encode()
+async def _send_json(
+    send: Send, status: int, detail: str, extra: dict[str, str] | None = None, *, error: str | None = None
+) -> None:
+    data = json.dumps({"detail": detail} | ({} if error is None else {"error": error})).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -40,6 +40,7 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
@@ -60,6 +61,7 @@ from muster_exact.core.optional import MissingExtra
 from muster_exact.core.version import __version__
 from muster_exact.derive.declared import FORMATS
 from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError, check_fields
+from muster_exact.serve.budget import Limits
 from muster_exact.serve.guard import Guard
 from muster_exact.serve.pages import add_pages
 from muster_exact.store import StoreError
@@ -376,9 +378,15 @@ def serve(
     hosts: Iterable[str] = (),
     origins: Iterable[str] = (),
     declared_records: bool = False,
+    limits: Limits | None = None,
 ) -> None:
-    """Serve on ``sock`` (from :func:`listen`) until interrupted."""
+    """Serve on ``sock`` (from :func:`listen`) until interrupted; ``limits`` bound each connection's
+    wait on its client and the connections open (:mod:`muster_exact.serve.connections`; by
+    default, a share of the file descriptors left now: :mod:`muster_exact.serve.budget`)."""
     import uvicorn
+
+    from muster_exact.serve.budget import budget
+    from muster_exact.serve.connections import Refusals, collapsed_logs, protocol
 
     address = str(sock.getsockname()[0])
     if token is None and not ipaddress.ip_address(address.split("%")[0]).is_loopback:
@@ -386,5 +394,17 @@ def serve(
     app = create_app(
         backend, token, max_body, hosts=hosts, origins=origins, declared_records=declared_records
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[sock])
+    limits = limits or Limits()
+    if limits.max_connections is None:
+        limits = replace(limits, max_connections=budget(backend.max_open).connections)
+    assert limits.max_connections is not None
+    refusals = Refusals()
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        http=protocol(limits, refusals),
+        # The most connections accepted in one go: one more share of the connections' descriptors.
+        backlog=limits.max_connections,
+    )
+    with collapsed_logs(refusals):
+        uvicorn.Server(config).run(sockets=[sock])

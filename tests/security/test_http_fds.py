@@ -68,3 +68,54 @@ def test_a_thousand_namespace_names_keep_descriptors_and_memory_flat(tmp_path: P
     # hundreds of descriptors and tens of MiB over 900 names).
     assert fds_end <= fds_warm + 2, (fds_warm, fds_end)
     assert rss_end <= rss_warm + 16 * 1024, (rss_warm, rss_end)
+
+
+# Issue 32: the default bound comes from ulimit -n, not a fixed 64 (64 x 8 descriptors does not
+# fit 256: from about the 20th namespace every new one was 503, and the server did not recover).
+NAMESPACES = 60
+
+
+def limit_to_256() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_reads_over_60_namespaces_under_ulimit_256_all_answer(tmp_path: Path) -> None:
+    server = Server(tmp_path / "agent.muster", preexec_fn=limit_to_256)
+    statuses = []
+    try:
+        with httpx.Client(timeout=60) as client:
+            for i in range(NAMESPACES):
+                body = {"records": [f"note {i}: the key is in drawer {i}"], "namespace": f"n{i}"}
+                statuses.append(client.post(f"{server.url}/v1/add", json=body).status_code)
+                ask = {"query": f"Where is the key of note {i}?", "namespace": f"n{i}"}
+                statuses.append(client.post(f"{server.url}/v1/context", json=ask).status_code)
+            fds, _ = descriptors_and_rss(server.process.pid)
+            # And it keeps answering: the first namespaces again (closed since, reopened), the default.
+            again = client.post(f"{server.url}/v1/context", json={"query": "drawer?", "namespace": "n0"})
+            info = client.get(f"{server.url}/v1/info")
+    finally:
+        server.stop()
+    assert statuses == [200] * 2 * NAMESPACES, sorted(set(statuses))
+    assert again.status_code == 200 and "drawer 0" in again.json()["context"], again.text
+    assert info.status_code == 200
+    assert fds < 256 * 3 // 4, fds  # the open namespaces' bound leaves room for connections
+    assert "Traceback" not in server.stderr, server.stderr[-2000:]
+
+
+def test_a_read_namespace_holds_no_more_descriptors_than_the_budget_counts(tmp_path: Path) -> None:
+    """serve.budget counts FDS_PER_NAMESPACE for each open namespace: measured here on a real one."""
+    from muster_exact.serve.backend import Backend
+    from muster_exact.serve.budget import FDS_PER_NAMESPACE, descriptors_in_use
+
+    backend = Backend(tmp_path / "agent.muster", models="cpu-small", max_open=4)
+    try:
+        backend.recall("warm up the default namespace?")
+        before = descriptors_in_use()
+        backend.remember(["The red mug is on the shelf."], None, "other")
+        backend.recall("Where is the mug?", None, "other")
+        backend.search("mug", None, "other")
+        held = descriptors_in_use() - before
+    finally:
+        backend.close()
+    assert 0 < held <= FDS_PER_NAMESPACE, held

@@ -110,3 +110,43 @@ def test_error_answers_never_show_the_path(tmp_path: Path) -> None:
     assert reply.status_code == 503, reply.text
     assert reply.json()["error"] == "StoreError" and "the store" in reply.json()["detail"]
     assert "secret-folder" not in reply.text and str(tmp_path) not in reply.text
+
+
+# Issue 32: bodies Python's JSON reader cannot take as they are. Each is a 422 that names the field,
+# as a malformed body is (README), never a 400 naming nothing; nothing is written.
+_METADATA = b'{"records": [{"text": "ok", "metadata": %b}]}'
+UNREADABLE_BODIES = {
+    "not UTF-8 in a record": ("/v1/add", b'{"records": ["caf\xe9 au lait"]}', "records[0]"),
+    "not UTF-8 in a query": ("/v1/context", b'{"query": "where is \xff\xfe it?"}', "query"),
+    "not UTF-8 in a key": ("/v1/add", _METADATA % b'{"k\xc3": 1}', "records[0].metadata"),
+    "nested 100,000 deep": ("/v1/add", _METADATA % (b"[" * 100_000 + b"]" * 100_000), "records[0].metadata"),
+    "an integer of 5,000 digits": ("/v1/add", _METADATA % (b'{"n": %b}' % (b"7" * 5000)), "metadata.n"),
+}
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["json", "untyped"])
+@pytest.mark.parametrize("case", list(UNREADABLE_BODIES))
+def test_a_body_json_cannot_read_is_a_422_naming_the_field(
+    running: tuple[Server, Path], case: str, typed: bool
+) -> None:
+    server, store = running
+    before = records_in(store)
+    path, body, named = UNREADABLE_BODIES[case]
+    headers = {**AUTH, **(JSON if typed else {})}
+    reply = httpx.post(f"{server.url}{path}", content=body, headers=headers, timeout=60)
+    assert reply.status_code == 422, (case, reply.status_code, reply.text)
+    assert named in json.dumps(reply.json()["detail"]), reply.text
+    assert records_in(store) == before
+
+
+@pytest.mark.parametrize(
+    "route", ["/v1/info?namespace=caf%E9", "/v1/records?namespace=%FF%FE", "/v1/export?namespace=n%ED%A0%80"]
+)
+def test_a_query_parameter_that_is_not_utf8_is_refused_by_name(
+    running: tuple[Server, Path], route: str
+) -> None:
+    """Before: the bytes became U+FFFD and the call answered 200 about another namespace."""
+    server, _ = running
+    reply = httpx.get(f"{server.url}{route}", headers=AUTH, timeout=60)
+    assert reply.status_code == 422, (route, reply.status_code, reply.text)
+    assert "namespace" in reply.json()["detail"] and "UTF-8" in reply.json()["detail"], reply.text

@@ -3,9 +3,11 @@ exit 2, and no store file left behind, instead of starting and failing every rea
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 
@@ -18,9 +20,10 @@ pytest.importorskip("mcp")
 
 def muster(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real CLI; a server that starts when it should have refused fails the test after 60 s."""
-    env = {"MUSTER_HTTP_TOKEN": "", **(env or {})}  # a token in the caller's environment is not this test's
     try:
-        return run_muster(*args, env=env, stdin=b"", timeout=60)
+        with patch.dict(os.environ):
+            os.environ.pop("MUSTER_HTTP_TOKEN", None)  # the caller's token is not this test's
+            return run_muster(*args, env=env, stdin=b"", timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail(f"muster {' '.join(args)} started serving instead of refusing")
 
