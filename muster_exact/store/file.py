@@ -204,25 +204,37 @@ def access_of(path: Path) -> Access:
     return "immutable"
 
 
-def prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -> None:
-    """Create the schema in a new file, or check and migrate an existing one.
+def prepare(db: sqlite3.Connection, path: Path, access: Access) -> None:
+    """Create the schema in a new (or empty) file, or check and migrate an existing one.
 
     Another program's SQLite file is refused before anything is written to it.
     """
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     tables = _first_read(db, path)
-    meta = _check_not_foreign(db, path, tables) if exists else {}
     if not tables:
-        with transaction(db):
+        if access != "rw":
+            raise StoreReadOnly(f"{path} holds no store yet and is read-only; it cannot be created")
+        tables = _created(db, path)
+    _check_and_migrate(db, path, _check_not_foreign(db, path, tables), access)
+    if access == "rw":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+
+
+def _created(db: sqlite3.Connection, path: Path) -> set[str]:
+    """The schema made in a file that had none, unless another process made it first: the tables
+    are read again under the write lock (``BEGIN IMMEDIATE`` waits for a creator's transaction to
+    end), so of many processes opening one new path at once one creates and the rest open what it
+    made. Another program's empty file is refused before anything is written to it."""
+    with transaction(db):
+        tables = _tables(db)
+        if not tables:
+            _check_not_foreign(db, path, tables)
             for statement in _statements(SCHEMA + HISTORY_TABLE + CACHE_SCHEMAS + BUILT_SCHEMA):
                 db.execute(statement)
             db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-    else:
-        _check_and_migrate(db, path, meta, access)
-    if access == "rw":
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+    return tables or _tables(db)
 
 
 def _first_read(db: sqlite3.Connection, path: Path) -> set[str]:
@@ -281,10 +293,15 @@ def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str],
             "with write access"
         )
     while version < SCHEMA_VERSION:
-        migration = MIGRATIONS.get(version)
-        if migration is None:
-            raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
         with transaction(db):
+            # Read again under the write lock: another process opening the file may have migrated it.
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = _schema_version("0" if row is None else row[0], path)
+            if version >= SCHEMA_VERSION:
+                break
+            migration = MIGRATIONS.get(version)
+            if migration is None:
+                raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
             for statement in _statements(migration):
                 db.execute(statement)
             version += 1

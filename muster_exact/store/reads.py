@@ -107,10 +107,17 @@ class StoreReads(StoreState):
     def memory(self) -> Memory:
         """The built memory of the current records: the last one when nothing changed, grown by
         the records added since when only adds happened, else built afresh."""
+        return self._memory_of_a_head()[1]
+
+    def _memory_of_a_head(self) -> tuple[Head, Memory]:
+        """:meth:`memory` and the head of the snapshot it was built from (read in the same
+        transaction as its records): what a read's answer is labelled with."""
         with self._lock:
-            if self._memory is not None and self._memory[0].sha256 == self._head().sha256:
-                return self._memory[1]
-            return self._grown() or self._rebuild()
+            stale = self._memory is None or self._memory[0].sha256 != self._head().sha256
+            if stale and self._grown() is None:
+                self._rebuild()
+            assert self._memory is not None
+            return self._memory
 
     def _rebuild(self) -> Memory:
         head, records = self._snapshot()
@@ -280,19 +287,21 @@ class StoreReads(StoreState):
         from muster_exact.retrieve.assemble import Context
 
         chosen = checked_where(where)
-        if not self.head().records:
+        head = self.head()
+        if not head.records:
             checked_units(1 if units is None else units)  # refused as a read of records refuses it
-            return Inspected(Context(checked_query(query), "", (), 0, None), {}, None, None)
+            return Inspected(Context(checked_query(query), "", (), 0, None, head=head), {}, None, None)
         if chosen is None:
-            memory, allowed = self.memory(), None
+            (head, memory), allowed = self._memory_of_a_head(), None
         else:
-            memory, records = self._read()
+            head, memory, records = self._read()
             allowed = candidates(memory.cut, records, chosen)
         if reasons:
             context, why = memory.explain_query(query, units, allowed=allowed)
         else:
             context, why = memory.context(query, units, allowed=allowed), {}
-        return Inspected(self._with_metadata(context), why, memory.cut, allowed)
+        context = dataclasses.replace(self._with_metadata(context), head=head)
+        return Inspected(context, why, memory.cut, allowed)
 
     def _with_metadata(self, context: Context) -> Context:
         """``context`` with each block's records' metadata, by record id (only those records are
@@ -326,21 +335,19 @@ class StoreReads(StoreState):
                         metadata[record_id] = record["metadata"]
         return metadata
 
-    def _read(self) -> tuple[Memory, list[dict[str, Any]]]:
+    def _read(self) -> tuple[Head, Memory, list[dict[str, Any]]]:
         """The memory and the records it is built of, of one head (another connection's write
-        between the two reads them again)."""
+        between the two reads them again), and that head."""
         with self._lock:
             while True:
-                memory = self.memory()
-                assert self._memory is not None
-                built = self._memory[0].sha256
-                if self._read_records is not None and self._read_records[0] == built:
-                    return memory, self._read_records[1]
+                built, memory = self._memory_of_a_head()
+                if self._read_records is not None and self._read_records[0] == built.sha256:
+                    return built, memory, self._read_records[1]
                 with transaction(self._db, immediate=False):
                     head, rows = self._head(), self._records()
-                if head.sha256 == built:
-                    self._read_records = (built, [json.loads(body) for body in rows])
-                    return memory, self._read_records[1]
+                if head.sha256 == built.sha256:
+                    self._read_records = (built.sha256, [json.loads(body) for body in rows])
+                    return built, memory, self._read_records[1]
 
     def _forget_units(self) -> tuple[int, int]:
         """Drop vectors and scores of unit texts no namespace uses any more."""

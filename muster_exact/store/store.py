@@ -84,7 +84,7 @@ class Store(StoreDump, StoreReads):
         with sqlite_errors(path):
             db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
             try:
-                prepare(db, path, exists, access)
+                prepare(db, path, access)
                 store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
             except BaseException:
