@@ -31,6 +31,9 @@ DEFAULT_NAMESPACE = "default"
 # How long a delete waits for other connections' reads to end before it reports its erase pending.
 ERASE_WAIT_MS = 5_000
 PENDING_ERASURES = "pending_erasures"  # meta key: deletes whose text may still be on disk
+# An open store retries a pending erase in the background: first after this many seconds, then
+# twice as long each time up to the second value (a try costs one checkpoint attempt, no wait).
+ERASE_RETRY_S = (0.25, 5.0)
 # A grown memory's derive result is saved on close or after this many growths (saving is linear
 # in the units; a growth is not): a process killed between saves costs its next open a derive.
 SAVE_AFTER_GROWTHS = 32
@@ -64,6 +67,8 @@ class StoreState:
         self._caches: Any = None
         # One connection, shared by the threads of a server: every use of it holds this lock.
         self._lock = threading.RLock()
+        self._closed = threading.Event()
+        self._retrying_erase = False  # a background thread retries a pending erase (under _lock)
         self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
         # Why the last read built the memory afresh rather than growing the one before (None: it
         # grew it, or nothing was read yet).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +41,7 @@ from muster_exact.store.results import (
     _replayed,
     no_record,
 )
-from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES
+from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_RETRY_S, ERASE_WAIT_MS, PENDING_ERASURES
 from muster_exact.store.validation import (
     canonical,
     check_namespace,
@@ -97,6 +98,9 @@ class Store(StoreDump, StoreReads):
             self._close()
 
     def _close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()  # the erase retrier stops; no new one starts
         if self._unsaved and self._memory is not None and not self.read_only:
             try:
                 self._save(*self._memory)
@@ -107,6 +111,11 @@ class Store(StoreDump, StoreReads):
                 cache.close()
             self._caches = None
         self._memory = None
+        try:  # the reads that held an erase back may have ended since the last try
+            with sqlite_errors(self.path):
+                self._finish_erasures(wait_ms=0)
+        except StoreError as exc:
+            log.warning("%s: the pending erase was not retried on close (%s)", self.path, exc)
         self._db.close()
 
     def __enter__(self) -> Store:
@@ -177,8 +186,8 @@ class Store(StoreDump, StoreReads):
         added nothing here deletes nothing. Returns when the text is gone from the file and its
         write-ahead log. When another connection's read keeps the old pages for
         ``ERASE_WAIT_MS``, raises :class:`ErasePending` (its ``result`` is this delete's): the
-        records are deleted, the erase is recorded in the file and retried on the next open or
-        write.
+        records are deleted, the erase is recorded in the file and retried in the background while
+        this store stays open (``ERASE_RETRY_S``), on close, and on the next open or write.
         """
         record_ids, request_id = checked_delete(record_ids, request_id)
         self._check_writable()
@@ -234,7 +243,8 @@ class Store(StoreDump, StoreReads):
         if not self._finish_erasures(wait_ms=ERASE_WAIT_MS):
             raise ErasePending(
                 f"{what} is still on disk: another connection is in the middle of a read; the erase is "
-                "retried on the store's next open or write (`muster info` shows it pending)",
+                "retried while the store stays open and on its next open or write (`muster info` shows "
+                "it pending)",
                 result,
             )
 
@@ -287,11 +297,45 @@ class Store(StoreDump, StoreReads):
             if self.read_only or not self._pending():
                 return True
             if not checkpoint(self._db, wait_ms):
-                log.info("%s: erasing deleted text is still pending (another connection reads)", self.path)
+                if not self._retrying_erase:  # one line, not one per background retry
+                    log.info("%s: erasing deleted text is pending (another connection reads)", self.path)
+                self._retry_erasures_later()
                 return False
             with transaction(self._db):
                 self._db.execute("DELETE FROM meta WHERE key = ?", (PENDING_ERASURES,))
             checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
+            return True
+
+    def _retry_erasures_later(self) -> None:
+        """Start the thread that retries the pending erase until it succeeds or the store closes
+        (the caller holds the lock): the erase then ends soon after the last read holding it back
+        does, with no write or open after it."""
+        if self._retrying_erase or self._closed.is_set():
+            return
+        self._retrying_erase = True
+        threading.Thread(target=self._erase_when_free, name="muster-erase", daemon=True).start()
+
+    def _erase_when_free(self) -> None:
+        wait, longest = ERASE_RETRY_S
+        while True:
+            self._closed.wait(wait)
+            with self._lock:
+                if self._closed.is_set() or self._erased_in_background():
+                    self._retrying_erase = False
+                    return
+            wait = min(2 * wait, longest)
+
+    def _erased_in_background(self) -> bool:
+        """One retry of the pending erase: True when it is done (or cannot be retried here)."""
+        try:
+            with sqlite_errors(self.path):
+                return self._finish_erasures(wait_ms=0)
+        except StoreError as exc:
+            log.warning(
+                "%s: retrying the pending erase failed (%s); it is retried on the next open or write",
+                self.path,
+                exc,
+            )
             return True
 
     def _pending(self) -> int:
