@@ -17,7 +17,8 @@ import logging
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
@@ -58,11 +59,14 @@ def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3
     return db
 
 
-def _cache_write(what: str, write: Callable[[], object]) -> None:
+@contextmanager
+def best_effort(what: str) -> Iterator[None]:
+    """A write that only saves work (a cache, a read's bookkeeping): one that fails (a full disk, a
+    file made read-only) is skipped with one log line; it costs time, never an answer."""
     try:
-        write()
-    except sqlite3.Error as exc:  # a cache that cannot grow costs time, never an answer
-        log.warning("could not cache %s (%s); they are computed again next time", what, exc)
+        yield
+    except sqlite3.Error as exc:
+        log.warning("could not write %s (%s); skipped: it costs time, never an answer", what, exc)
 
 
 def text_key(text: str) -> str:
@@ -75,7 +79,7 @@ def default_path() -> Path:
 
 class _Table:
     """A cache table in an SQLite file (``path=None``: in memory): its schema made when the file is
-    writable, keyed reads in chunks, writes that never fail a read (:func:`_cache_write`)."""
+    writable, keyed reads in chunks, writes that never fail a read (:func:`best_effort`)."""
 
     def __init__(self, path: Path | None, access: Access, schema: str) -> None:
         self.path = path
@@ -103,11 +107,8 @@ class _Table:
         if not self.writable or not rows:
             return
 
-        def write() -> None:
-            with self._lock, self._db:
-                self._db.executemany(statement, rows)
-
-        _cache_write(what, write)
+        with best_effort(what), self._lock, self._db:
+            self._db.executemany(statement, rows)
 
     def close(self) -> None:
         with self._lock:
@@ -134,7 +135,11 @@ class VectorCache(_Table):
             log.warning(
                 "%d cached vector(s) of %s are damaged (the wrong size); embedded again", len(damaged), model
             )
-            self._write("damaged vectors", "DELETE FROM vectors WHERE model = ? AND sha256 = ?", damaged)
+            self._write(
+                "the removal of damaged vectors",
+                "DELETE FROM vectors WHERE model = ? AND sha256 = ?",
+                damaged,
+            )
         return found
 
     def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:

@@ -17,6 +17,7 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -132,15 +133,25 @@ def checkpoint(db: sqlite3.Connection, wait_ms: int) -> bool:
 # --- SQLite failures, as typed errors (the one place they are mapped) -------------------------
 
 
+# The store operation a caller asked for (the outermost one: ``add``, not a read it calls within).
+_OPERATION: ContextVar[str | None] = ContextVar("muster_store_operation", default=None)
+
+
 @contextmanager
-def sqlite_errors(path: Path) -> Iterator[None]:
+def sqlite_errors(path: Path, operation: str | None = None) -> Iterator[None]:
+    """SQLite failures within as typed errors; ``operation`` (``add``, ``context``...) is named by
+    the message of a full disk, unless an outer operation already is."""
+    token = _OPERATION.set(operation) if operation and _OPERATION.get() is None else None
     try:
         yield
     except sqlite3.Error as exc:
-        raise _typed(exc, path) from None
+        raise _typed(exc, path, _OPERATION.get()) from None
+    finally:
+        if token is not None:
+            _OPERATION.reset(token)
 
 
-def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
+def _typed(exc: sqlite3.Error, path: Path, operation: str | None = None) -> StoreError:
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
     detail = str(exc)
     if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or detail.startswith("no such "):
@@ -150,8 +161,8 @@ def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
         )
     if code == sqlite3.SQLITE_FULL:
         return StoreFull(
-            f"{path}: the disk is full (or the file reached its size limit); this write was rolled "
-            "back, free some space and retry"
+            f"{operation or 'a write'} on {path} failed: the disk is full (or the file reached its "
+            "size limit); it was rolled back and nothing was written; free some space and retry"
         )
     if code == sqlite3.SQLITE_READONLY:
         return StoreReadOnly(
@@ -349,7 +360,7 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
 
     @functools.wraps(method)
     def call(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with sqlite_errors(store.path):
+        with sqlite_errors(store.path, method.__name__.lstrip("_")):
             return method(store, *args, **kwargs)
 
     return call

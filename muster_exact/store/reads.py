@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from muster_exact.cache.vectors import drop_texts_not_in
+from muster_exact.cache.vectors import best_effort, drop_texts_not_in
 from muster_exact.core.errors import (
     InputError,
 )
@@ -137,10 +137,11 @@ class StoreReads(StoreState):
         )
         self.embedded = memory.embedded
         if not self.read_only:
-            self._record_embedder(memory.models)
-            self._remember_units(memory)
-            if saved is None:
-                self._save(head, memory)
+            with best_effort(f"the bookkeeping of a read of {self.path}"):  # a full disk: still read
+                self._record_embedder(memory.models)
+                self._remember_units(memory)
+                if saved is None:
+                    self._save(head, memory)
         self._memory = (head, memory)
         return memory
 
@@ -250,11 +251,12 @@ class StoreReads(StoreState):
         self.rebuilt_because = None
         self.embedded = grown.embedded
         if not self.read_only:
-            self._remember_growth(grown)
-            # Saving writes every unit again; after a growth it waits (for close, or a batch).
-            self._unsaved += 1
-            if self._unsaved >= SAVE_AFTER_GROWTHS:
-                self._save(head, grown)
+            with best_effort(f"the bookkeeping of a read of {self.path}"):  # a full disk: still read
+                self._remember_growth(grown)
+                # Saving writes every unit again; after a growth it waits (for close, or a batch).
+                self._unsaved += 1
+                if self._unsaved >= SAVE_AFTER_GROWTHS:
+                    self._save(head, grown)
         self._memory = (head, grown)
         return grown
 
@@ -350,7 +352,8 @@ class StoreReads(StoreState):
                     return built, memory, self._read_records[1]
 
     def _forget_units(self) -> tuple[int, int]:
-        """Drop vectors and scores of unit texts no namespace uses any more."""
+        """Drop vectors and scores of unit texts no namespace uses any more, in the caller's
+        transaction (the write that removed text: it fails whole, a full disk included)."""
         records = [json.loads(body) for body in self._records()]
         keys: list[str] = []
         if records:
@@ -359,10 +362,8 @@ class StoreReads(StoreState):
             plan, cut, models, _ = planned(records, self.preset, self.read_models())
             # The pieces need the embedder's tokenizer only, never the model itself.
             keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan).pieces).texts)
-        self._replace_unit_keys(keys)
-        self._open_caches()
-        with transaction(self._db):
-            return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")
+        self._write_unit_keys(keys)
+        return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")
 
 
 def candidates(cut: Cut, records: list[dict[str, Any]], where: Where) -> Candidates:

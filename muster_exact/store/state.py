@@ -177,21 +177,27 @@ class StoreState:
             )
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
-        """Only the change is written (after an add: the new record's and its units' keys)."""
-        wanted = set(keys)
+        """A read's: nothing is written (no lock taken) when the keys did not change."""
+        if set(keys) != self._unit_keys():
+            with transaction(self._db):
+                self._write_unit_keys(keys)
+
+    def _unit_keys(self) -> set[str]:
         rows = self._db.execute("SELECT sha256 FROM unit_keys WHERE namespace = ?", (self.namespace,))
-        known = {row[0] for row in rows}
-        if wanted == known:
-            return
-        with transaction(self._db):
-            self._db.executemany(
-                "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
-                [(self.namespace, k) for k in sorted(known - wanted)],
-            )
-            self._db.executemany(
-                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
-                [(self.namespace, k) for k in sorted(wanted - known)],
-            )
+        return {row[0] for row in rows}
+
+    def _write_unit_keys(self, keys: list[str]) -> None:
+        """Only the change is written (after an add: the new record's and its units' keys), in
+        the caller's transaction."""
+        wanted, known = set(keys), self._unit_keys()
+        self._db.executemany(
+            "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
+            [(self.namespace, k) for k in sorted(known - wanted)],
+        )
+        self._db.executemany(
+            "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
+            [(self.namespace, k) for k in sorted(wanted - known)],
+        )
 
     def _plan_of(self, head: Head) -> Plan:  # the plan reader (StoreReads); a head reads by it
         raise NotImplementedError
