@@ -253,9 +253,10 @@ class StoreReads(StoreState):
         if not self.read_only:
             with best_effort(f"the bookkeeping of a read of {self.path}"):  # a full disk: still read
                 self._remember_growth(grown)
-                # Saving writes every unit again; after a growth it waits (for close, or a batch).
-                self._unsaved += 1
-                if self._unsaved >= SAVE_AFTER_GROWTHS:
+            # Saving writes every unit again; after a growth it waits (for close, or a batch).
+            self._unsaved += 1
+            if self._unsaved >= SAVE_AFTER_GROWTHS:
+                with best_effort(f"the derive result of {self.path}"):
                     self._save(head, grown)
         self._memory = (head, grown)
         return grown
