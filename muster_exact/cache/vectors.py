@@ -16,7 +16,9 @@ import hashlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
@@ -57,11 +59,14 @@ def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3
     return db
 
 
-def _cache_write(what: str, write: Callable[[], object]) -> None:
+@contextmanager
+def best_effort(what: str) -> Iterator[None]:
+    """A write that only saves work (a cache, a read's bookkeeping): one that fails (a full disk, a
+    file made read-only) is skipped with one log line; it costs time, never an answer."""
     try:
-        write()
-    except sqlite3.Error as exc:  # a cache that cannot grow costs time, never an answer
-        log.warning("could not cache %s (%s); they are computed again next time", what, exc)
+        yield
+    except sqlite3.Error as exc:
+        log.warning("could not write %s (%s); skipped: it costs time, never an answer", what, exc)
 
 
 def text_key(text: str) -> str:
@@ -74,7 +79,7 @@ def default_path() -> Path:
 
 class _Table:
     """A cache table in an SQLite file (``path=None``: in memory): its schema made when the file is
-    writable, keyed reads in chunks, writes that never fail a read (:func:`_cache_write`)."""
+    writable, keyed reads in chunks, writes that never fail a read (:func:`best_effort`)."""
 
     def __init__(self, path: Path | None, access: Access, schema: str) -> None:
         self.path = path
@@ -98,15 +103,12 @@ class _Table:
                 rows.extend(self._db.execute(f"{select} ({marks})", [*fixed, *chunk]))
         return rows
 
-    def _insert(self, what: str, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    def _write(self, what: str, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
         if not self.writable or not rows:
             return
 
-        def write() -> None:
-            with self._lock, self._db:
-                self._db.executemany(insert, rows)
-
-        _cache_write(what, write)
+        with best_effort(what), self._lock, self._db:
+            self._db.executemany(statement, rows)
 
     def close(self) -> None:
         with self._lock:
@@ -120,13 +122,30 @@ class VectorCache(_Table):
         super().__init__(path, access, SCHEMA)
 
     def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
-        select = "SELECT sha256, vector FROM vectors WHERE model = ? AND sha256 IN"
-        return dict(self._select_in(select, [model], keys))
+        """The cached vectors of these keys. A damaged row (a blob that is not ``dim`` float32s,
+        or not the size of the model's other vectors) is a miss: one log line, and the row is
+        dropped so that the vector embedded again takes its place."""
+        select = "SELECT sha256, dim, vector FROM vectors WHERE model = ? AND sha256 IN"
+        rows = self._select_in(select, [model], keys)
+        whole = [(k, v) for k, dim, v in rows if isinstance(v, bytes) and 0 < len(v) == 4 * dim]
+        size = Counter(len(v) for _, v in whole).most_common(1)[0][0] if whole else 0
+        found = {k: v for k, v in whole if len(v) == size}
+        damaged = [(model, k) for k, _, _ in rows if k not in found]
+        if damaged:
+            log.warning(
+                "%d cached vector(s) of %s are damaged (the wrong size); embedded again", len(damaged), model
+            )
+            self._write(
+                "the removal of damaged vectors",
+                "DELETE FROM vectors WHERE model = ? AND sha256 = ?",
+                damaged,
+            )
+        return found
 
     def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
         rows = [(model, key, dim, blob) for key, blob, dim in items]
         insert = "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)"
-        self._insert(f"{len(rows)} vectors", insert, rows)
+        self._write(f"{len(rows)} vectors", insert, rows)
 
 
 SCORES_SCHEMA = """
@@ -167,7 +186,7 @@ class ScoreCache(_Table):
             new = dict(zip(first_index, fresh, strict=True))
             rows = [(model, query_key, key, float(value)) for key, value in new.items()]
             insert = "INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)"
-            self._insert(f"{len(rows)} cross-encoder scores", insert, rows)
+            self._write(f"{len(rows)} cross-encoder scores", insert, rows)
             found.update(new)
         return [found[k] for k in keys], len(first_index)
 
@@ -197,7 +216,7 @@ class AnalysisCache(_Table):
         rows = [(kind, key, value) for key, value in items]
         # REPLACE: a value is a function of its text, so a row written again (one that could not
         # be read) is only ever replaced by the same value.
-        self._insert(f"{len(rows)} analyses", "INSERT OR REPLACE INTO analyses VALUES (?, ?, ?)", rows)
+        self._write(f"{len(rows)} analyses", "INSERT OR REPLACE INTO analyses VALUES (?, ?, ?)", rows)
 
 
 # Every cache table: a store file holds them beside its records (muster_exact.store.file).

@@ -65,7 +65,8 @@ class ErasePending(StoreError):
     """A delete is done, but its text is still on disk until another connection lets go.
 
     ``result`` is the delete's own result: the records are gone for every reader. The store
-    records the pending erase and retries it on its next open or write.
+    records the pending erase and retries it while it stays open, on close, and on its next open
+    or write.
     """
 
     def __init__(self, message: str, result: object) -> None:

@@ -84,6 +84,9 @@ class Context(Readable):
     plan: Plan | None  # None: the empty context of a store with no records
     provenance: tuple[Provenance, ...] = field(default=())
     timings: dict[str, float] = field(default_factory=dict, compare=False)
+    # A store's read: the head (muster_exact.store.Head) of the snapshot its records were read in,
+    # what the answer is labelled with; None for a context built outside a store.
+    head: Any = field(default=None, compare=False)
 
     @property
     def unit_ids(self) -> tuple[int, ...]:

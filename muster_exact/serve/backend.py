@@ -153,7 +153,8 @@ class Backend:
                 empty = {"context": "", "tokens": 0, "units": [], "records": [], "blocks": []}
                 return {"query": query, **empty, "head": head.to_dict()}
             context = store.context(query, units, where=where)
-            return {**_context_answer(context), "head": store.head().to_dict()}
+            # The head of the snapshot the context was read from: a delete since then is not its.
+            return {**_context_answer(context), "head": context.head.to_dict()}
 
     def recall_declared(self, format: Any, records: Any, query: Any, units: Any = None) -> dict[str, Any]:
         """The context for ``query`` of a declared record array (:mod:`muster_exact.derive.declared`),

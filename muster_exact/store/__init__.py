@@ -29,9 +29,11 @@
   (``secure_delete``) and the write-ahead log is copied into the file and
   truncated. It returns when the text is gone from every file, or raises
   :class:`ErasePending` when another connection's read holds the old pages:
-  the pending erase is recorded in the file and retried on the next open or
-  write (``pending_erasures()``, ``muster info``). A request whose records
-  were deleted stays applied: retrying it does not bring them back.
+  the pending erase is recorded in the file, retried in the background while
+  the store stays open (it finishes soon after the last such read ends), on
+  close, and on the next open or write (``pending_erasures()``, ``muster
+  info``). A request whose records were deleted stays applied: retrying it
+  does not bring them back.
 * Namespaces: one file holds independent memories (``namespace="user-42"``);
   a read sees only its own. A name is normalised to NFC and may not hold a
   character that does not show (control, invisible format, line separator,

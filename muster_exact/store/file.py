@@ -17,6 +17,7 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -132,15 +133,25 @@ def checkpoint(db: sqlite3.Connection, wait_ms: int) -> bool:
 # --- SQLite failures, as typed errors (the one place they are mapped) -------------------------
 
 
+# The store operation a caller asked for (the outermost one: ``add``, not a read it calls within).
+_OPERATION: ContextVar[str | None] = ContextVar("muster_store_operation", default=None)
+
+
 @contextmanager
-def sqlite_errors(path: Path) -> Iterator[None]:
+def sqlite_errors(path: Path, operation: str | None = None) -> Iterator[None]:
+    """SQLite failures within as typed errors; ``operation`` (``add``, ``context``...) is named by
+    the message of a full disk, unless an outer operation already is."""
+    token = _OPERATION.set(operation) if operation and _OPERATION.get() is None else None
     try:
         yield
     except sqlite3.Error as exc:
-        raise _typed(exc, path) from None
+        raise _typed(exc, path, _OPERATION.get()) from None
+    finally:
+        if token is not None:
+            _OPERATION.reset(token)
 
 
-def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
+def _typed(exc: sqlite3.Error, path: Path, operation: str | None = None) -> StoreError:
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
     detail = str(exc)
     if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or detail.startswith("no such "):
@@ -150,8 +161,8 @@ def _typed(exc: sqlite3.Error, path: Path) -> StoreError:
         )
     if code == sqlite3.SQLITE_FULL:
         return StoreFull(
-            f"{path}: the disk is full (or the file reached its size limit); this write was rolled "
-            "back, free some space and retry"
+            f"{operation or 'a write'} on {path} failed: the disk is full (or the file reached its "
+            "size limit); it was rolled back and nothing was written; free some space and retry"
         )
     if code == sqlite3.SQLITE_READONLY:
         return StoreReadOnly(
@@ -204,25 +215,37 @@ def access_of(path: Path) -> Access:
     return "immutable"
 
 
-def prepare(db: sqlite3.Connection, path: Path, exists: bool, access: Access) -> None:
-    """Create the schema in a new file, or check and migrate an existing one.
+def prepare(db: sqlite3.Connection, path: Path, access: Access) -> None:
+    """Create the schema in a new (or empty) file, or check and migrate an existing one.
 
     Another program's SQLite file is refused before anything is written to it.
     """
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     tables = _first_read(db, path)
-    meta = _check_not_foreign(db, path, tables) if exists else {}
     if not tables:
-        with transaction(db):
+        if access != "rw":
+            raise StoreReadOnly(f"{path} holds no store yet and is read-only; it cannot be created")
+        tables = _created(db, path)
+    _check_and_migrate(db, path, _check_not_foreign(db, path, tables), access)
+    if access == "rw":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+
+
+def _created(db: sqlite3.Connection, path: Path) -> set[str]:
+    """The schema made in a file that had none, unless another process made it first: the tables
+    are read again under the write lock (``BEGIN IMMEDIATE`` waits for a creator's transaction to
+    end), so of many processes opening one new path at once one creates and the rest open what it
+    made. Another program's empty file is refused before anything is written to it."""
+    with transaction(db):
+        tables = _tables(db)
+        if not tables:
+            _check_not_foreign(db, path, tables)
             for statement in _statements(SCHEMA + HISTORY_TABLE + CACHE_SCHEMAS + BUILT_SCHEMA):
                 db.execute(statement)
             db.execute("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-    else:
-        _check_and_migrate(db, path, meta, access)
-    if access == "rw":
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+    return tables or _tables(db)
 
 
 def _first_read(db: sqlite3.Connection, path: Path) -> set[str]:
@@ -281,10 +304,15 @@ def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str],
             "with write access"
         )
     while version < SCHEMA_VERSION:
-        migration = MIGRATIONS.get(version)
-        if migration is None:
-            raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
         with transaction(db):
+            # Read again under the write lock: another process opening the file may have migrated it.
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = _schema_version("0" if row is None else row[0], path)
+            if version >= SCHEMA_VERSION:
+                break
+            migration = MIGRATIONS.get(version)
+            if migration is None:
+                raise StoreError(f"{path}: no migration from store schema {version}; it cannot be opened")
             for statement in _statements(migration):
                 db.execute(statement)
             version += 1
@@ -332,7 +360,7 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
 
     @functools.wraps(method)
     def call(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with sqlite_errors(store.path):
+        with sqlite_errors(store.path, method.__name__.lstrip("_")):
             return method(store, *args, **kwargs)
 
     return call

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from muster_exact.cache.vectors import drop_texts_not_in
+from muster_exact.cache.vectors import best_effort, drop_texts_not_in
 from muster_exact.core.errors import (
     InputError,
 )
@@ -107,10 +107,17 @@ class StoreReads(StoreState):
     def memory(self) -> Memory:
         """The built memory of the current records: the last one when nothing changed, grown by
         the records added since when only adds happened, else built afresh."""
+        return self._memory_of_a_head()[1]
+
+    def _memory_of_a_head(self) -> tuple[Head, Memory]:
+        """:meth:`memory` and the head of the snapshot it was built from (read in the same
+        transaction as its records): what a read's answer is labelled with."""
         with self._lock:
-            if self._memory is not None and self._memory[0].sha256 == self._head().sha256:
-                return self._memory[1]
-            return self._grown() or self._rebuild()
+            stale = self._memory is None or self._memory[0].sha256 != self._head().sha256
+            if stale and self._grown() is None:
+                self._rebuild()
+            assert self._memory is not None
+            return self._memory
 
     def _rebuild(self) -> Memory:
         head, records = self._snapshot()
@@ -130,10 +137,11 @@ class StoreReads(StoreState):
         )
         self.embedded = memory.embedded
         if not self.read_only:
-            self._record_embedder(memory.models)
-            self._remember_units(memory)
-            if saved is None:
-                self._save(head, memory)
+            with best_effort(f"the bookkeeping of a read of {self.path}"):  # a full disk: still read
+                self._record_embedder(memory.models)
+                self._remember_units(memory)
+                if saved is None:
+                    self._save(head, memory)
         self._memory = (head, memory)
         return memory
 
@@ -243,11 +251,13 @@ class StoreReads(StoreState):
         self.rebuilt_because = None
         self.embedded = grown.embedded
         if not self.read_only:
-            self._remember_growth(grown)
+            with best_effort(f"the bookkeeping of a read of {self.path}"):  # a full disk: still read
+                self._remember_growth(grown)
             # Saving writes every unit again; after a growth it waits (for close, or a batch).
             self._unsaved += 1
             if self._unsaved >= SAVE_AFTER_GROWTHS:
-                self._save(head, grown)
+                with best_effort(f"the derive result of {self.path}"):
+                    self._save(head, grown)
         self._memory = (head, grown)
         return grown
 
@@ -280,19 +290,21 @@ class StoreReads(StoreState):
         from muster_exact.retrieve.assemble import Context
 
         chosen = checked_where(where)
-        if not self.head().records:
+        head = self.head()
+        if not head.records:
             checked_units(1 if units is None else units)  # refused as a read of records refuses it
-            return Inspected(Context(checked_query(query), "", (), 0, None), {}, None, None)
+            return Inspected(Context(checked_query(query), "", (), 0, None, head=head), {}, None, None)
         if chosen is None:
-            memory, allowed = self.memory(), None
+            (head, memory), allowed = self._memory_of_a_head(), None
         else:
-            memory, records = self._read()
+            head, memory, records = self._read()
             allowed = candidates(memory.cut, records, chosen)
         if reasons:
             context, why = memory.explain_query(query, units, allowed=allowed)
         else:
             context, why = memory.context(query, units, allowed=allowed), {}
-        return Inspected(self._with_metadata(context), why, memory.cut, allowed)
+        context = dataclasses.replace(self._with_metadata(context), head=head)
+        return Inspected(context, why, memory.cut, allowed)
 
     def _with_metadata(self, context: Context) -> Context:
         """``context`` with each block's records' metadata, by record id (only those records are
@@ -326,24 +338,23 @@ class StoreReads(StoreState):
                         metadata[record_id] = record["metadata"]
         return metadata
 
-    def _read(self) -> tuple[Memory, list[dict[str, Any]]]:
+    def _read(self) -> tuple[Head, Memory, list[dict[str, Any]]]:
         """The memory and the records it is built of, of one head (another connection's write
-        between the two reads them again)."""
+        between the two reads them again), and that head."""
         with self._lock:
             while True:
-                memory = self.memory()
-                assert self._memory is not None
-                built = self._memory[0].sha256
-                if self._read_records is not None and self._read_records[0] == built:
-                    return memory, self._read_records[1]
+                built, memory = self._memory_of_a_head()
+                if self._read_records is not None and self._read_records[0] == built.sha256:
+                    return built, memory, self._read_records[1]
                 with transaction(self._db, immediate=False):
                     head, rows = self._head(), self._records()
-                if head.sha256 == built:
-                    self._read_records = (built, [json.loads(body) for body in rows])
-                    return memory, self._read_records[1]
+                if head.sha256 == built.sha256:
+                    self._read_records = (built.sha256, [json.loads(body) for body in rows])
+                    return built, memory, self._read_records[1]
 
     def _forget_units(self) -> tuple[int, int]:
-        """Drop vectors and scores of unit texts no namespace uses any more."""
+        """Drop vectors and scores of unit texts no namespace uses any more, in the caller's
+        transaction (the write that removed text: it fails whole, a full disk included)."""
         records = [json.loads(body) for body in self._records()]
         keys: list[str] = []
         if records:
@@ -352,10 +363,8 @@ class StoreReads(StoreState):
             plan, cut, models, _ = planned(records, self.preset, self.read_models())
             # The pieces need the embedder's tokenizer only, never the model itself.
             keys = _live_keys(cut, embedding_pieces(cut, models, rules_of(plan).pieces).texts)
-        self._replace_unit_keys(keys)
-        self._open_caches()
-        with transaction(self._db):
-            return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")
+        self._write_unit_keys(keys)
+        return drop_texts_not_in(self._db, "SELECT sha256 FROM unit_keys")
 
 
 def candidates(cut: Cut, records: list[dict[str, Any]], where: Where) -> Candidates:

@@ -31,6 +31,9 @@ DEFAULT_NAMESPACE = "default"
 # How long a delete waits for other connections' reads to end before it reports its erase pending.
 ERASE_WAIT_MS = 5_000
 PENDING_ERASURES = "pending_erasures"  # meta key: deletes whose text may still be on disk
+# An open store retries a pending erase in the background: first after this many seconds, then
+# twice as long each time up to the second value (a try costs one checkpoint attempt, no wait).
+ERASE_RETRY_S = (0.25, 5.0)
 # A grown memory's derive result is saved on close or after this many growths (saving is linear
 # in the units; a growth is not): a process killed between saves costs its next open a derive.
 SAVE_AFTER_GROWTHS = 32
@@ -64,6 +67,8 @@ class StoreState:
         self._caches: Any = None
         # One connection, shared by the threads of a server: every use of it holds this lock.
         self._lock = threading.RLock()
+        self._closed = threading.Event()
+        self._retrying_erase = False  # a background thread retries a pending erase (under _lock)
         self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
         # Why the last read built the memory afresh rather than growing the one before (None: it
         # grew it, or nothing was read yet).
@@ -178,21 +183,27 @@ class StoreState:
             )
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
-        """Only the change is written (after an add: the new record's and its units' keys)."""
-        wanted = set(keys)
+        """A read's: nothing is written (no lock taken) when the keys did not change."""
+        if set(keys) != self._unit_keys():
+            with transaction(self._db):
+                self._write_unit_keys(keys)
+
+    def _unit_keys(self) -> set[str]:
         rows = self._db.execute("SELECT sha256 FROM unit_keys WHERE namespace = ?", (self.namespace,))
-        known = {row[0] for row in rows}
-        if wanted == known:
-            return
-        with transaction(self._db):
-            self._db.executemany(
-                "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
-                [(self.namespace, k) for k in sorted(known - wanted)],
-            )
-            self._db.executemany(
-                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
-                [(self.namespace, k) for k in sorted(wanted - known)],
-            )
+        return {row[0] for row in rows}
+
+    def _write_unit_keys(self, keys: list[str]) -> None:
+        """Only the change is written (after an add: the new record's and its units' keys), in
+        the caller's transaction."""
+        wanted, known = set(keys), self._unit_keys()
+        self._db.executemany(
+            "DELETE FROM unit_keys WHERE namespace = ? AND sha256 = ?",
+            [(self.namespace, k) for k in sorted(known - wanted)],
+        )
+        self._db.executemany(
+            "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
+            [(self.namespace, k) for k in sorted(wanted - known)],
+        )
 
     def _plan_of(self, head: Head) -> Plan:  # the plan reader (StoreReads); a head reads by it
         raise NotImplementedError

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from muster_exact.cache.memo import Memo
-from muster_exact.cache.vectors import connect
+from muster_exact.cache.vectors import best_effort, connect
 from muster_exact.core.errors import (
     ErasePending,
     InputError,
@@ -41,7 +43,13 @@ from muster_exact.store.results import (
     _replayed,
     no_record,
 )
-from muster_exact.store.state import DEFAULT_NAMESPACE, ERASE_WAIT_MS, PENDING_ERASURES, holds
+from muster_exact.store.state import (
+    DEFAULT_NAMESPACE,
+    ERASE_RETRY_S,
+    ERASE_WAIT_MS,
+    PENDING_ERASURES,
+    holds,
+)
 from muster_exact.store.validation import (
     canonical,
     check_namespace,
@@ -85,10 +93,10 @@ class Store(StoreDump, StoreReads):
         access = access_of(path)
         if not exists and access != "rw":
             raise StoreReadOnly(f"cannot create {path}: the folder {path.parent} is read-only")
-        with sqlite_errors(path):
+        with sqlite_errors(path, "open"):
             db = connect(path, access, timeout=60, isolation_level=None, check_same_thread=False)
             try:
-                prepare(db, path, exists, access)
+                prepare(db, path, access)
                 namespace = check_namespace(namespace, held=partial(holds, db))
                 store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
@@ -102,16 +110,19 @@ class Store(StoreDump, StoreReads):
             self._close()
 
     def _close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()  # the erase retrier stops; no new one starts
         if self._unsaved and self._memory is not None and not self.read_only:
-            try:
+            with best_effort(f"the derive result of {self.path} on close"):  # the next open derives
                 self._save(*self._memory)
-            except StoreError as exc:  # only a cache: the next open derives afresh
-                log.warning("%s: the derive result was not saved on close (%s)", self.path, exc)
         if self._caches is not None:
             for cache in self._caches:
                 cache.close()
             self._caches = None
         self._memory = None
+        with best_effort(f"the pending erase of {self.path} on close"):  # the next open retries it
+            self._finish_erasures(wait_ms=0)  # the reads that held it back may have ended since
         self._db.close()
 
     def __enter__(self) -> Store:
@@ -132,7 +143,8 @@ class Store(StoreDump, StoreReads):
         self._check_writable()
         with self._lock:
             result = self._add(items, request_id)
-            self._finish_erasures(wait_ms=0)
+            with best_effort(f"the pending erase of {self.path}"):  # the add is written: say so
+                self._finish_erasures(wait_ms=0)
         return result
 
     def _add(self, items: list[dict[str, Any]], request_id: str | None) -> AddResult:
@@ -182,8 +194,8 @@ class Store(StoreDump, StoreReads):
         added nothing here deletes nothing. Returns when the text is gone from the file and its
         write-ahead log. When another connection's read keeps the old pages for
         ``ERASE_WAIT_MS``, raises :class:`ErasePending` (its ``result`` is this delete's): the
-        records are deleted, the erase is recorded in the file and retried on the next open or
-        write.
+        records are deleted, the erase is recorded in the file and retried in the background while
+        this store stays open (``ERASE_RETRY_S``), on close, and on the next open or write.
         """
         record_ids, request_id = checked_delete(record_ids, request_id)
         self._check_writable()
@@ -230,8 +242,8 @@ class Store(StoreDump, StoreReads):
                 "INSERT INTO history VALUES (?, ?, 'updated', ?)", (self.namespace, record_id, time.time())
             )
             self._write_head(self._recomputed_head())
-            self._erasure_pending()
-        vectors, scores = self._forget_texts()
+            vectors, scores = self._text_removed()
+        self._forget_in_process()
         return UpdateResult(record_id, self._head(), True, vectors, scores)
 
     def _erase(self, result: DeleteResult | UpdateResult, what: str) -> None:
@@ -239,26 +251,27 @@ class Store(StoreDump, StoreReads):
         if not self._finish_erasures(wait_ms=ERASE_WAIT_MS):
             raise ErasePending(
                 f"{what} is still on disk: another connection is in the middle of a read; the erase is "
-                "retried on the store's next open or write (`muster info` shows it pending)",
+                "retried while the store stays open and on its next open or write (`muster info` shows "
+                "it pending)",
                 result,
             )
 
-    def _erasure_pending(self) -> None:
+    def _text_removed(self) -> tuple[int, int]:
         """Within a write that removed text: drop the saved derive result (it names slots, words of
-        the records) and record the erase, so a process killed before it leaves it pending."""
+        the records), keep in the caches only texts still in use, and record the erase, so a
+        process killed before it leaves it pending. In the write's one transaction: on a full disk
+        it fails whole. The vectors and scores dropped."""
         self._db.execute("DELETE FROM built WHERE namespace = ?", (self.namespace,))
         self._db.execute(
             "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
             (PENDING_ERASURES,),
         )
+        return self._forget_units()
 
-    def _forget_texts(self) -> tuple[int, int]:
-        """After a write that removed text: the caches keep only texts still in use, and nothing of
-        the removed text stays in this process. The vectors and scores dropped."""
-        dropped = self._forget_units()
+    def _forget_in_process(self) -> None:
+        """After a write that removed text: nothing of it stays in this process."""
         self._memory = self._plan = self._read_records = None
         self.memo = Memo(self.memo.backing)
-        return dropped
 
     def _delete(self, record_ids: Sequence[str] | None, request_id: str | None) -> DeleteResult:
         with transaction(self._db):
@@ -277,8 +290,8 @@ class Store(StoreDump, StoreReads):
             self._db.executemany("DELETE FROM records WHERE namespace = ? AND id = ?", gone)
             self._db.executemany("DELETE FROM history WHERE namespace = ? AND id = ?", gone)
             self._write_head(self._recomputed_head())
-            self._erasure_pending()
-        vectors, scores = self._forget_texts()
+            vectors, scores = self._text_removed()
+        self._forget_in_process()
         return DeleteResult(tuple(wanted), self._head(), vectors, scores)
 
     def _finish_erasures(self, wait_ms: int) -> bool:
@@ -292,11 +305,46 @@ class Store(StoreDump, StoreReads):
             if self.read_only or not self._pending():
                 return True
             if not checkpoint(self._db, wait_ms):
-                log.info("%s: erasing deleted text is still pending (another connection reads)", self.path)
+                if not self._retrying_erase:  # one line, not one per background retry
+                    log.info("%s: erasing deleted text is pending (another connection reads)", self.path)
+                self._retry_erasures_later()
                 return False
-            with transaction(self._db):
-                self._db.execute("DELETE FROM meta WHERE key = ?", (PENDING_ERASURES,))
-            checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
+            # Erased; a record left behind (a full disk) only makes the next open or write check again.
+            with best_effort(f"the end of a pending erase in {self.path}"):
+                with transaction(self._db):
+                    self._db.execute("DELETE FROM meta WHERE key = ?", (PENDING_ERASURES,))
+                checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
+            return True
+
+    def _retry_erasures_later(self) -> None:
+        """Start the thread that retries the pending erase until it succeeds or the store closes
+        (the caller holds the lock): the erase then ends soon after the last read holding it back
+        does, with no write or open after it."""
+        if self._retrying_erase or self._closed.is_set():
+            return
+        self._retrying_erase = True
+        threading.Thread(target=self._erase_when_free, name="muster-erase", daemon=True).start()
+
+    def _erase_when_free(self) -> None:
+        wait, longest = ERASE_RETRY_S
+        while True:
+            self._closed.wait(wait)
+            with self._lock:
+                if self._closed.is_set() or self._erased_in_background():
+                    self._retrying_erase = False
+                    return
+            wait = min(2 * wait, longest)
+
+    def _erased_in_background(self) -> bool:
+        """One retry of the pending erase: True when it is done (or cannot be retried here)."""
+        try:
+            return self._finish_erasures(wait_ms=0)
+        except sqlite3.Error as exc:
+            log.warning(
+                "%s: retrying the pending erase failed (%s); it is retried on the next open or write",
+                self.path,
+                exc,
+            )
             return True
 
     def _pending(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,6 +113,24 @@ def test_delete_under_a_reader_says_the_erase_is_pending_and_the_next_write_fini
         assert store.pending_erasures() == 0
         assert traces(path) == []
     assert traces(path) == []
+
+
+def test_a_pending_erase_finishes_once_the_reader_ends_with_no_write_after_it(
+    reader_holding: tuple[Path, Reader],
+) -> None:
+    """An open store (a server's) retries a pending erase on its own: once the reader lets go,
+    the text leaves every file, the write-ahead log included, with no write or open after it."""
+    path, reader = reader_holding
+    with Store.open(path, models=MODELS) as store:
+        with pytest.raises(ErasePending):
+            store.delete(["secret"])
+        assert traces(path), "the reader should keep the text on disk (the condition under test)"
+        reader.let_go()  # its connection stays open; only its read ends
+        deadline = time.monotonic() + 60
+        while traces(path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert traces(path) == [], "the erase waited for a write that never came"
+        assert store.pending_erasures() == 0
 
 
 def test_the_next_open_retries_a_pending_erase(reader_holding: tuple[Path, Reader]) -> None:

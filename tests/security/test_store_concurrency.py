@@ -1,0 +1,85 @@
+"""Many processes at one store: creating a new file at once, and a read overlapping a delete.
+
+Real processes (spawned, each with its own SQLite connection) released together by a barrier,
+so their opens overlap as a burst of ``muster add --store NEW.muster`` does; and two connections
+to one real file, interleaved deterministically by a hook, for the read that a delete overlaps.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from muster_exact.store import Store
+
+MODELS = "cpu-small"
+OPENERS = 12  # enough that most of them raced the creator's schema on the old code
+
+
+def _open_and_add(job: tuple[Path, Any, int]) -> str:
+    path, barrier, i = job
+    barrier.wait()  # every process opens at the same moment
+    try:
+        with Store.open(path, models=MODELS) as store:
+            store.add({"id": f"n{i}", "text": f"Note {i}: the bike in shed {i} has a flat tyre."})
+    except Exception as exc:  # the answer under test: every process must say "ok"
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")  # fresh processes, as separate CLI runs are
+    with context.Manager() as manager, context.Pool(OPENERS) as pool:
+        for attempt in range(2):
+            path = tmp_path / f"new{attempt}.muster"
+            barrier = manager.Barrier(OPENERS)
+            answers = pool.map(_open_and_add, [(path, barrier, i) for i in range(OPENERS)])
+            assert Counter(answers) == {"ok": OPENERS}, Counter(answers)
+            with Store.open(path, create=False) as store:
+                assert sorted(r["id"] for r in store.records()) == sorted(f"n{i}" for i in range(OPENERS))
+                assert store.head().records == OPENERS
+
+
+# --- a read that another connection's delete overlaps -----------------------------------------
+
+SECRET = "The locker code of Quillborne Vantrask is 55190."
+
+
+def test_a_read_overlapping_a_delete_is_labelled_with_the_head_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read's snapshot is taken, then another connection deletes a record it holds, then the
+    read assembles its context: the answer holds the deleted text, so its head must be the one
+    from before the delete (the head of what it read), never the later one."""
+    from muster_exact.memory.pipeline import Memory
+    from muster_exact.serve.backend import Backend
+
+    path = tmp_path / "overlap.muster"
+    with Store.open(path, models=MODELS) as store:
+        store.add([f"Note {i}: the plants on shelf {i} need water on Mondays." for i in range(12)])
+        before = store.add({"id": "secret", "text": SECRET}).head
+    backend = Backend(path, models=MODELS)
+    writer = Store.open(path, models=MODELS)
+    assemble = Memory.context
+    deleted: list[Any] = []
+
+    def delete_then_assemble(memory: Memory, *args: Any, **kwargs: Any) -> Any:
+        if not deleted:  # once: after the read's snapshot, before its context is assembled
+            deleted.append(writer.delete(["secret"]).head)
+        return assemble(memory, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "context", delete_then_assemble)
+    try:
+        answer = backend.recall("What is the locker code of Quillborne?")
+        assert deleted and deleted[0] != before  # the delete fell inside the read
+        assert "55190" in answer["context"]  # read from the snapshot before the delete
+        assert answer["head"] == before.to_dict(), "labelled with a head that does not hold its text"
+        context = backend.store().context("What is the locker code of Quillborne?")
+        assert "55190" not in context.text and context.head == deleted[0]  # the next read: after
+    finally:
+        writer.close()
+        backend.close()
