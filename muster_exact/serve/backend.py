@@ -185,11 +185,7 @@ class Backend:
             head = self._head_of(store, namespace)
             if store is None or not head.records:
                 return {"query": query, "passages": [], "head": head.to_dict()}
-            return {
-                "query": query,
-                "passages": search_passages(store, query, units, where),
-                "head": store.head().to_dict(),
-            }
+            return {"query": query, **search_passages(store, query, units, where)}
 
     def inspect(
         self, query: Any, units: Any = None, namespace: Any = None, where: Any = None
@@ -204,7 +200,8 @@ class Backend:
         checked_where(where)
         with self._using(namespace, create=False) as store:
             answer = inspected(store, query, units, where)
-            return {**answer, "head": self._head_of(store, namespace).to_dict()}
+            # A read's answer carries the head it read; an empty one, the head there is now.
+            return {"head": self._head_of(store, namespace).to_dict(), **answer}
 
     def forget(self, ids: Any = None, request_id: Any = None, namespace: Any = None) -> dict[str, Any]:
         """Delete records by id, or every record one request added, with every cached trace of
@@ -347,8 +344,9 @@ def forget_in(store: Store, ids: Sequence[str] | None, request_id: str | None) -
     """:meth:`Store.delete` as every surface answers it: the result, and ``erase_pending``.
 
     ``erase_pending: true`` is :class:`ErasePending`: the records are deleted for every reader,
-    but another connection's read still holds pages with their text, so it is on disk until the
-    store's next open or write. It is a result, not an error (a retry would find nothing to
+    but another connection's read still holds pages with their text, so it is on disk until that
+    read ends (the open store retries within seconds), the store closes, or its next open or
+    write. It is a result, not an error (a retry would find nothing to
     delete); each surface says it its own way (HTTP 202, the CLI's exit 3).
     """
     return erasing(lambda: store.delete(ids, request_id=request_id))

@@ -12,8 +12,8 @@ and the inspector page at ``/`` (:mod:`muster_exact.serve.pages`: open paths,
 no data in them). Binds 127.0.0.1 unless told otherwise. A delete is a
 write like an add (the same guard, the same token); it answers 200 when the
 text is gone from every file, and 202 with the same body (``erase_pending:
-true``) when another connection's read keeps it on disk until the store's
-next open or write. ``muster http --declared-records`` adds ``POST
+true``) when another connection's read keeps it on disk until that read ends
+(the server retries within seconds; see docs/security.md). ``muster http --declared-records`` adds ``POST
 /v1/declared/context`` (:mod:`muster_exact.derive.declared`), behind the same guard;
 without the flag it is 404.
 
@@ -287,12 +287,12 @@ def create_app(
     @app.post(
         "/v1/delete",
         operation_id="delete",
-        responses={202: {"description": "Deleted; the text is still on disk until the next open or write"}},
+        responses={202: {"description": "Deleted; the text is still on disk until the reads holding it end"}},
     )
     def delete(body: DeleteIn) -> Any:
         """Delete records by id, or every record one request added, and every cached trace of them.
         200: the text is gone from every file of the store; 202: deleted, but another connection's
-        read keeps the text on disk until the store's next open or write (``erase_pending``)."""
+        read keeps the text on disk until that read ends (``erase_pending``; retried within seconds)."""
         result = backend.forget(body.ids, body.request_id, body.namespace)
         return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
 
@@ -300,7 +300,7 @@ def create_app(
         "/v1/records/{record_id:path}",
         operation_id="update",
         responses={
-            202: {"description": "Updated; the old text is still on disk until the next open or write"}
+            202: {"description": "Updated; the old text is still on disk until the reads holding it end"}
         },
     )
     def update(record_id: str, body: UpdateIn) -> Any:

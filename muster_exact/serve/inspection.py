@@ -50,6 +50,7 @@ def inspected(store: Store | None, query: str, units: int | None, where: Any) ->
     full = f"left out: the {details['units_read']} units of the read budget were taken"
     return {
         **answer,
+        "head": context.head.to_dict(),  # the snapshot read, not the head after it (a delete since)
         "units_read": details["units_read"],
         "rerank": details["rerank"],
         "graph_seeds": details["graph_seeds"],
@@ -111,14 +112,19 @@ class _View:
         }
 
 
-def search_passages(store: Store, query: str, units: int | None, where: Any) -> list[dict[str, Any]]:
+def search_passages(store: Store, query: str, units: int | None, where: Any) -> dict[str, Any]:
     """The selected passages, best first, each with its unit id, parent, records, their metadata
-    and why it was chosen (``POST /v1/search``); a filtered read's matching records only."""
+    and why it was chosen (``POST /v1/search``); a filtered read's matching records only; and the
+    head of the snapshot they were read in."""
     done = store.inspect_query(query, units, where=where)
-    if done.cut is None:  # an empty namespace
-        return []
     context = done.context
+    head = context.head.to_dict()
+    if done.cut is None:  # an empty namespace
+        return {"passages": [], "head": head}
     metadata = {r: m for b in context.blocks for r, m in b.metadata.items()}
     view = _View(done.cut, done.allowed, metadata)
     ranked = sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit))
-    return [view.passage(p.shown_as, p.shown_as, p.channels, p.__dict__) for p in ranked]
+    return {
+        "passages": [view.passage(p.shown_as, p.shown_as, p.channels, p.__dict__) for p in ranked],
+        "head": head,
+    }

@@ -156,8 +156,8 @@ def create_server(backend: Backend) -> Any:
 
         ids: up to 10,000 record ids; an id the memory does not hold is refused and nothing is
         deleted. request_id: the one given to remember. namespace: optional, which memory.
-        erase_pending true in the result: deleted, but the text stays on disk until the store's
-        next open or write (another connection is reading).
+        erase_pending true in the result: deleted, but the text stays on disk until another
+        connection's read ends (the server retries within seconds).
         """
         return answer(lambda: backend.forget(ids, request_id, namespace))
 

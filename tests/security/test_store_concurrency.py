@@ -7,6 +7,7 @@ to one real file, interleaved deterministically by a hook, for the read that a d
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from collections import Counter
 from pathlib import Path
@@ -49,12 +50,14 @@ def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path: Path) ->
 SECRET = "The locker code of Quillborne Vantrask is 55190."
 
 
+@pytest.mark.parametrize("call", ["recall", "search", "inspect"])
 def test_a_read_overlapping_a_delete_is_labelled_with_the_head_it_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
 ) -> None:
     """The read's snapshot is taken, then another connection deletes a record it holds, then the
-    read assembles its context: the answer holds the deleted text, so its head must be the one
-    from before the delete (the head of what it read), never the later one."""
+    read assembles its answer: the answer holds the deleted text, so its head must be the one
+    from before the delete (the head of what it read), never the later one; for a context, a
+    search and an inspected read alike."""
     from muster_exact.memory.pipeline import Memory
     from muster_exact.serve.backend import Backend
 
@@ -64,19 +67,22 @@ def test_a_read_overlapping_a_delete_is_labelled_with_the_head_it_read(
         before = store.add({"id": "secret", "text": SECRET}).head
     backend = Backend(path, models=MODELS)
     writer = Store.open(path, models=MODELS)
-    assemble = Memory.context
     deleted: list[Any] = []
 
-    def delete_then_assemble(memory: Memory, *args: Any, **kwargs: Any) -> Any:
-        if not deleted:  # once: after the read's snapshot, before its context is assembled
-            deleted.append(writer.delete(["secret"]).head)
-        return assemble(memory, *args, **kwargs)
+    def deleting_first(method: Any) -> Any:
+        def read(memory: Memory, *args: Any, **kwargs: Any) -> Any:
+            if not deleted:  # once: after the read's snapshot, before its answer is assembled
+                deleted.append(writer.delete(["secret"]).head)
+            return method(memory, *args, **kwargs)
 
-    monkeypatch.setattr(Memory, "context", delete_then_assemble)
+        return read
+
+    monkeypatch.setattr(Memory, "context", deleting_first(Memory.context))
+    monkeypatch.setattr(Memory, "explain_query", deleting_first(Memory.explain_query))
     try:
-        answer = backend.recall("What is the locker code of Quillborne?")
+        answer = getattr(backend, call)("What is the locker code of Quillborne?")
         assert deleted and deleted[0] != before  # the delete fell inside the read
-        assert "55190" in answer["context"]  # read from the snapshot before the delete
+        assert "55190" in json.dumps(answer)  # read from the snapshot before the delete
         assert answer["head"] == before.to_dict(), "labelled with a head that does not hold its text"
         context = backend.store().context("What is the locker code of Quillborne?")
         assert "55190" not in context.text and context.head == deleted[0]  # the next read: after

@@ -71,7 +71,7 @@ function recordRow(record) {
 async function forgetRecord(id) {
   if (!window.confirm(`Forget record ${id}? Its text is erased from the store.`)) return;
   const done = await api("POST", "/v1/delete", { ids: [id], namespace: state.namespace });
-  say(`Forgot ${done.deleted.join(", ")}` + (done.erase_pending ? " (erased at the next write)" : "."));
+  say(`Forgot ${done.deleted.join(", ")}` + (done.erase_pending ? " (erased once the reads holding it end)" : "."));
   await refresh();
 }
 
