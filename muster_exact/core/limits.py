@@ -13,8 +13,9 @@ DEFAULT_MAX_INPUT_BYTES = 256 * 1024 * 1024
 # Containers inside one record (metadata and every other field) may nest this deep: far above any real
 # record, far below what Python's JSON encoder can recurse through on a server's call stack.
 MAX_METADATA_DEPTH = 64
-# Containers in one server request (an HTTP body): the envelope, a record and its fields' MAX_METADATA_DEPTH
-# levels fit with room; deeper is refused before any route reads it (Python's reader stops near 1,000).
+# Containers in one server request (an HTTP body, an MCP message): the envelope, a record and its
+# fields' MAX_METADATA_DEPTH levels fit with room; deeper is refused before any route or tool reads
+# it (Python's reader stops near 1,000, the MCP SDK's at 200).
 MAX_REQUEST_DEPTH = 128
 MAX_RECORD_CHARS = 8_000_000  # one record (a long document is fine; a dump of a disk is not)
 MAX_ADD_CHARS = 64_000_000  # one add call

@@ -7,7 +7,7 @@ forever); it decodes bytes that are not UTF-8 as U+FFFD (the text would be
 stored altered); and it takes a line whose id is not a string or an integer
 (a float, null, true, an array, an object) for a notification, which is never
 answered. So :class:`CheckedLines` reads stdin first: a line that is not
-UTF-8, holds a lone surrogate, nests deeper than ``MAX_MESSAGE_DEPTH``, has
+UTF-8, holds a lone surrogate, nests deeper than ``MAX_REQUEST_DEPTH``, has
 such an id, calls a tool with an argument it does not take, or is not
 JSON-RPC is answered here (a tool error for a tool call, a JSON-RPC error with
 id null where the id cannot be answered, nothing for a well-formed
@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from muster_exact.core.errors import InputError, MusterError
+from muster_exact.core.limits import MAX_REQUEST_DEPTH
 from muster_exact.serve.backend import Backend, check_fields
 from muster_exact.store import check_unicode
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_DEPTH = 128  # nesting of one JSON-RPC message; the SDK's parser gives up at 200
 READ_BYTES = 1 << 16
 
 
@@ -230,7 +230,7 @@ def _problem(message: Any) -> InputError | None:
             except InputError as exc:
                 return exc
         elif isinstance(value, (dict, list)):
-            if depth > MAX_MESSAGE_DEPTH:
+            if depth > MAX_REQUEST_DEPTH:
                 return _too_deep()
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
@@ -242,7 +242,7 @@ def _problem(message: Any) -> InputError | None:
 
 def _too_deep() -> InputError:
     return InputError(
-        f"the request nests deeper than {MAX_MESSAGE_DEPTH} levels; nest its arguments (metadata) less deeply"
+        f"the request nests deeper than {MAX_REQUEST_DEPTH} levels; nest its arguments (metadata) less deeply"
     )
 
 
