@@ -8,7 +8,8 @@ and ``FDS_SPARE`` for passing needs (SQLite's temporary files, a model file bein
 aside first. Of the rest, a server takes connections up to half (at most
 ``DEFAULT_MAX_CONNECTIONS``) and namespaces from what is left (at most ``DEFAULT_MAX_OPEN``);
 a bound given explicitly is kept, and refused in one line when it cannot fit. Under
-``ulimit -n 256`` that is about 100 connections and 13 namespaces; under 1,024, 256 and 64.
+``ulimit -n 256`` that is about 50 connections and 13 namespaces; from about 1,024 up, 200 and
+64 (``tests/serve/test_budget.py``).
 """
 
 from __future__ import annotations
