@@ -70,7 +70,7 @@ def test_the_cluster_is_durable_off_and_local(postgres_cluster: PostgresCluster)
             "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'listen_addresses')"
         ).fetchall())  # fmt: skip
     assert settings == {"fsync": "off", "listen_addresses": "127.0.0.1"}
-    assert postgres_cluster.start_seconds > 0
+    assert postgres_cluster.start_seconds > 0 and (postgres_cluster.data_dir / "PG_VERSION").is_file()
 
 
 # --- without the binaries, and after a crash -----------------------------------------------------
