@@ -105,6 +105,11 @@ class PostgresCluster:
         return self.root
 
     @property
+    def data_dir(self) -> Path:
+        """The cluster's data directory (readable by root: a test may look in its files)."""
+        return self.root / "data"
+
+    @property
     def log(self) -> Path:
         return self.root / "postgres.log"
 
