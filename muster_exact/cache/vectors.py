@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -59,13 +60,20 @@ def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3
     return db
 
 
+def database_errors() -> tuple[type[Exception], ...]:
+    """The failures of the databases a store may live in: SQLite's, and psycopg's once a store in
+    PostgreSQL has loaded it (:mod:`muster_exact.store.engines.postgres`)."""
+    psycopg = sys.modules.get("psycopg")
+    return (sqlite3.Error,) if psycopg is None else (sqlite3.Error, psycopg.Error)
+
+
 @contextmanager
 def best_effort(what: str) -> Iterator[None]:
     """A write that only saves work (a cache, a read's bookkeeping): one that fails (a full disk, a
     file made read-only) is skipped with one log line; it costs time, never an answer."""
     try:
         yield
-    except sqlite3.Error as exc:
+    except database_errors() as exc:
         log.warning("could not write %s (%s); skipped: it costs time, never an answer", what, exc)
 
 
@@ -78,13 +86,17 @@ def default_path() -> Path:
 
 
 class _Table:
-    """A cache table in an SQLite file (``path=None``: in memory): its schema made when the file is
-    writable, keyed reads in chunks, writes that never fail a read (:func:`best_effort`)."""
+    """A cache table in an SQLite file (``path=None``: in memory), or on ``db``, a store's connection
+    to its database (:mod:`muster_exact.store.engines`): its schema made when the file is writable,
+    keyed reads in chunks, writes that never fail a read (:func:`best_effort`)."""
 
-    def __init__(self, path: Path | None, access: Access, schema: str) -> None:
+    def __init__(self, path: Path | None, access: Access, schema: str, db: Any = None) -> None:
         self.path = path
         self.writable = access == "rw"
         self._lock = threading.Lock()
+        if db is not None:  # a store's own database connection: its schema made the table
+            self._db = db
+            return
         if path is not None and self.writable:
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = connect(path, access, timeout=60, check_same_thread=False)
@@ -118,8 +130,8 @@ class _Table:
 class VectorCache(_Table):
     """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
-        super().__init__(path, access, SCHEMA)
+    def __init__(self, path: Path | None = None, access: Access = "rw", db: Any = None) -> None:
+        super().__init__(path, access, SCHEMA, db)
 
     def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
         """The cached vectors of these keys. A damaged row (a blob that is not ``dim`` float32s,
@@ -144,7 +156,7 @@ class VectorCache(_Table):
 
     def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
         rows = [(model, key, dim, blob) for key, blob, dim in items]
-        insert = "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?)"
+        insert = "INSERT INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
         self._write(f"{len(rows)} vectors", insert, rows)
 
 
@@ -163,8 +175,8 @@ class ScoreCache(_Table):
     """Cross-encoder scores by (model, query hash, unit text hash): a repeated question costs no
     cross-encoder call, in this process or the next."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
-        super().__init__(path, access, SCORES_SCHEMA)
+    def __init__(self, path: Path | None = None, access: Access = "rw", db: Any = None) -> None:
+        super().__init__(path, access, SCORES_SCHEMA, db)
 
     def scored(
         self, model: str, query: str, texts: Sequence[str], score: Callable[[str, list[str]], list[float]]
@@ -185,7 +197,7 @@ class ScoreCache(_Table):
             fresh = score(query, [texts[i] for i in first_index.values()])
             new = dict(zip(first_index, fresh, strict=True))
             rows = [(model, query_key, key, float(value)) for key, value in new.items()]
-            insert = "INSERT OR IGNORE INTO rerank_scores VALUES (?, ?, ?, ?)"
+            insert = "INSERT INTO rerank_scores VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
             self._write(f"{len(rows)} cross-encoder scores", insert, rows)
             found.update(new)
         return [found[k] for k in keys], len(first_index)
@@ -205,8 +217,8 @@ class AnalysisCache(_Table):
     """Per-text analyses (:mod:`muster_exact.cache.memo`) by (kind, text hash), as JSON: a new process
     opening a store reads its records' counts, terms and entities instead of computing them."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw") -> None:
-        super().__init__(path, access, ANALYSES_SCHEMA)
+    def __init__(self, path: Path | None = None, access: Access = "rw", db: Any = None) -> None:
+        super().__init__(path, access, ANALYSES_SCHEMA, db)
 
     def get(self, kind: str, keys: Sequence[str]) -> dict[str, str]:
         select = "SELECT sha256, value FROM analyses WHERE kind = ? AND sha256 IN"
@@ -214,9 +226,13 @@ class AnalysisCache(_Table):
 
     def put(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
         rows = [(kind, key, value) for key, value in items]
-        # REPLACE: a value is a function of its text, so a row written again (one that could not
+        # Replaced: a value is a function of its text, so a row written again (one that could not
         # be read) is only ever replaced by the same value.
-        self._write(f"{len(rows)} analyses", "INSERT OR REPLACE INTO analyses VALUES (?, ?, ?)", rows)
+        upsert = (
+            "INSERT INTO analyses VALUES (?, ?, ?) "
+            "ON CONFLICT (kind, sha256) DO UPDATE SET value = excluded.value"
+        )
+        self._write(f"{len(rows)} analyses", upsert, rows)
 
 
 # Every cache table: a store file holds them beside its records (muster_exact.store.file).

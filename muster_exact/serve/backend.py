@@ -40,6 +40,8 @@ from muster_exact.store import (
     check_unicode,
 )
 from muster_exact.store.dump import DEFAULT_PAGE, checked_page, dumped
+from muster_exact.store.engines.postgres import is_postgres
+from muster_exact.store.engines.postgres import shown as shown_url
 from muster_exact.store.results import EMPTY_HEAD, UpdateResult, no_record
 from muster_exact.store.validation import checked_delete, checked_id, validate
 from muster_exact.store.where import checked_where
@@ -65,7 +67,7 @@ class Backend:
         max_open: int = DEFAULT_MAX_OPEN,
     ) -> None:
         check_max_open(max_open)
-        self.path = Path(path)
+        self.path: Path | str = str(path) if is_postgres(str(path)) else Path(path)  # a file or a database
         self.preset = preset
         self.models = models
         self.max_open = max_open
@@ -384,8 +386,12 @@ def _units(units: Any) -> int | None:
     return units
 
 
-def _path_forms(path: Path) -> list[tuple[str, str]]:
+def _path_forms(path: Path | str) -> list[tuple[str, str]]:
     """How the store's location can appear in a message, longest first, and what is said instead."""
+    if isinstance(path, str):  # a database's URL, as given and as messages show it
+        return sorted(
+            {path: "the store", shown_url(path): "the store"}.items(), key=lambda item: -len(item[0])
+        )
     forms = {str(path): "the store", str(path.resolve()): "the store"}
     for folder in (path.parent, path.resolve().parent):
         if len(str(folder)) > 1:  # never "." or "/": replacing those would garble every message

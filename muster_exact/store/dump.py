@@ -121,15 +121,12 @@ class StoreDump(StoreState):
                 if request_id is not None:
                     requests.setdefault((namespace, request_id), []).append(record["id"])
             for head in heads.values():
-                self._db.execute(
-                    "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?)",
-                    (head.namespace, head.records, head.last_seq, head.sha256),
-                )
+                self._write_head(head)
             for (namespace, request_id), ids in requests.items():
                 # Unknown body (NULL): a retry of the original add is a replay, as before bodies were kept.
                 result = AddResult(request_id, tuple(ids), heads[namespace]).to_dict()
                 self._db.execute(
-                    "INSERT OR IGNORE INTO requests VALUES (?, ?, ?, NULL)",
+                    "INSERT INTO requests VALUES (?, ?, ?, NULL) ON CONFLICT DO NOTHING",
                     (namespace, request_id, json.dumps(result)),
                 )
         return ImportResult(added, skipped)

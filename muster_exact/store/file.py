@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access
+from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access, database_errors
 from muster_exact.core.errors import StoreCorrupt, StoreError, StoreFull, StoreReadOnly
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ _OPERATION: ContextVar[str | None] = ContextVar("muster_store_operation", defaul
 
 
 @contextmanager
-def sqlite_errors(path: Path, operation: str | None = None) -> Iterator[None]:
+def sqlite_errors(path: Path | str, operation: str | None = None) -> Iterator[None]:
     """SQLite failures within as typed errors; ``operation`` (``add``, ``context``...) is named by
     the message of a full disk, unless an outer operation already is."""
     token = _OPERATION.set(operation) if operation and _OPERATION.get() is None else None
@@ -146,12 +146,16 @@ def sqlite_errors(path: Path, operation: str | None = None) -> Iterator[None]:
         yield
     except sqlite3.Error as exc:
         raise _typed(exc, path, _OPERATION.get()) from None
+    except database_errors() as exc:  # psycopg's: a store in PostgreSQL
+        from muster_exact.store.engines import typed_error
+
+        raise typed_error(exc, str(path)) from None
     finally:
         if token is not None:
             _OPERATION.reset(token)
 
 
-def _typed(exc: sqlite3.Error, path: Path, operation: str | None = None) -> StoreError:
+def _typed(exc: sqlite3.Error, path: Path | str, operation: str | None = None) -> StoreError:
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
     detail = str(exc)
     if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or detail.startswith("no such "):
@@ -291,7 +295,9 @@ def _check_not_foreign(db: sqlite3.Connection, path: Path, tables: set[str]) -> 
     return meta
 
 
-def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str], access: Access) -> None:
+def _check_and_migrate(
+    db: sqlite3.Connection, path: Path | str, meta: dict[str, str], access: Access
+) -> None:
     version = _schema_version(meta.get("schema_version", "0"), path)
     if version > SCHEMA_VERSION:
         raise StoreError(
@@ -321,7 +327,7 @@ def _check_and_migrate(db: sqlite3.Connection, path: Path, meta: dict[str, str],
     _check_tables(path, _tables(db))
 
 
-def _schema_version(value: str, path: Path) -> int:
+def _schema_version(value: str, path: Path | str) -> int:
     if not value.isdigit():
         raise StoreCorrupt(
             f"{path} is damaged: its schema version {value!r} is not a number; restore it from a backup"
@@ -329,7 +335,7 @@ def _schema_version(value: str, path: Path) -> int:
     return int(value)
 
 
-def _check_tables(path: Path, tables: set[str]) -> None:
+def _check_tables(path: Path | str, tables: set[str]) -> None:
     known = _known_tables()
     if missing := sorted(known - tables):
         raise StoreCorrupt(
@@ -347,7 +353,7 @@ def _statements(script: str) -> list[str]:
 
 
 class _OfAFile(Protocol):
-    path: Path
+    path: Path | str  # a file, or a database's URL (its password hidden)
 
 
 S = TypeVar("S", bound=_OfAFile)

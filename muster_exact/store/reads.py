@@ -214,7 +214,8 @@ class StoreReads(StoreState):
             if self._head().sha256 != head.sha256:
                 return
             self._db.execute(
-                "INSERT OR REPLACE INTO built VALUES (?, ?, ?, ?)",
+                "INSERT INTO built VALUES (?, ?, ?, ?) ON CONFLICT (namespace) DO UPDATE SET "
+                "head = excluded.head, settings = excluded.settings, state = excluded.state",
                 (self.namespace, head.sha256, self._settings(), state),
             )
 

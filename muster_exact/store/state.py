@@ -44,15 +44,19 @@ class StoreState:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         db: sqlite3.Connection,
         namespace: str,
         preset: str | None,
         models: Any,
         access: Access = "rw",
         reembed: bool = False,
+        engine: Any = None,
     ) -> None:
-        self.path = path
+        from muster_exact.store.engines.sqlite import SQLITE
+
+        self.path = path  # a file, or a database's URL with its password hidden
+        self._engine = SQLITE if engine is None else engine  # what differs by database
         self.namespace = namespace
         self.preset = preset
         self.models = models  # as named (None: $MUSTER_MODELS, else the store's own, else the preset's)
@@ -142,7 +146,8 @@ class StoreState:
 
     def _write_head(self, head: Head) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?)",
+            "INSERT INTO heads VALUES (?, ?, ?, ?) ON CONFLICT (namespace) DO UPDATE SET "
+            "records = excluded.records, last_seq = excluded.last_seq, sha256 = excluded.sha256",
             (head.namespace, head.records, head.last_seq, head.sha256),
         )
 
@@ -157,11 +162,8 @@ class StoreState:
 
     def _open_caches(self) -> tuple[Any, Any]:
         if self._caches is None:
-            from muster_exact.cache.vectors import AnalysisCache, ScoreCache, VectorCache
-
-            analyses = AnalysisCache(self.path, self.access)
-            self._caches = (VectorCache(self.path, self.access), ScoreCache(self.path, self.access), analyses)
-            self.memo.backing = analyses
+            self._caches = self._engine.caches(self.path, self.access)
+            self.memo.backing = self._caches[2]
         return self._caches[:2]  # type: ignore[no-any-return]
 
     def _remember_units(self, memory: Memory) -> None:
@@ -179,7 +181,8 @@ class StoreState:
         keys = _live_keys(memory.cut, pieces, tail)
         with transaction(self._db):
             self._db.executemany(
-                "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)", [(self.namespace, k) for k in keys]
+                "INSERT INTO unit_keys VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(self.namespace, k) for k in keys],
             )
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
@@ -201,7 +204,7 @@ class StoreState:
             [(self.namespace, k) for k in sorted(known - wanted)],
         )
         self._db.executemany(
-            "INSERT OR IGNORE INTO unit_keys VALUES (?, ?)",
+            "INSERT INTO unit_keys VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(self.namespace, k) for k in sorted(wanted - known)],
         )
 

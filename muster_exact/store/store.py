@@ -6,16 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from muster_exact.cache.memo import Memo
-from muster_exact.cache.vectors import best_effort, connect
+from muster_exact.cache.vectors import best_effort, connect, database_errors
 from muster_exact.core.errors import (
     ErasePending,
     InputError,
@@ -27,7 +26,6 @@ from muster_exact.store.dump import StoreDump
 from muster_exact.store.file import (
     access_of,
     check_path,
-    checkpoint,
     guarded,
     prepare,
     sqlite_errors,
@@ -84,6 +82,10 @@ class Store(StoreDump, StoreReads):
         first read with (:mod:`muster_exact.store.models`); ``reembed=True`` lets ``models``
         replace it, and the next read embeds every unit anew.
         """
+        from muster_exact.store.engines import postgres
+
+        if postgres.is_postgres(path):
+            return cls._open_database(str(path), namespace, preset, models, create, reembed)
         path = Path(path)
         exists = check_path(path)
         if not exists:
@@ -100,6 +102,29 @@ class Store(StoreDump, StoreReads):
                 namespace = check_namespace(namespace, held=partial(holds, db))
                 store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
+            except BaseException:
+                db.close()
+                raise
+        return store
+
+    @classmethod
+    def _open_database(
+        cls, url: str, namespace: str, preset: str | None, models: Any, create: bool, reembed: bool
+    ) -> Store:
+        """:meth:`open` of a PostgreSQL database (:mod:`muster_exact.store.engines.postgres`)."""
+        from muster_exact.store.engines import postgres
+
+        where = postgres.shown(url)
+        with sqlite_errors(where, "open"):
+            db = postgres.connected(url)
+            try:
+                # No database holds a name made before the rule (0185): checked before any table is made.
+                namespace = check_namespace(namespace)
+                access = postgres.prepare(db, where, create)
+                # The connection gives the part of sqlite3.Connection the store uses (translated).
+                engine = postgres.PostgresEngine(url)
+                store = cls(where, cast(Any, db), namespace, preset, models, access, reembed, engine)
+                store._finish_erasures(wait_ms=0)
             except BaseException:
                 db.close()
                 raise
@@ -263,7 +288,8 @@ class Store(StoreDump, StoreReads):
         it fails whole. The vectors and scores dropped."""
         self._db.execute("DELETE FROM built WHERE namespace = ?", (self.namespace,))
         self._db.execute(
-            "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
+            "INSERT INTO meta VALUES (?, '1') "
+            "ON CONFLICT (key) DO UPDATE SET value = CAST(meta.value AS INTEGER) + 1",
             (PENDING_ERASURES,),
         )
         return self._forget_units()
@@ -304,7 +330,7 @@ class Store(StoreDump, StoreReads):
         with self._lock:
             if self.read_only or not self._pending():
                 return True
-            if not checkpoint(self._db, wait_ms):
+            if not self._engine.erase(self._db, wait_ms):
                 if not self._retrying_erase:  # one line, not one per background retry
                     log.info("%s: erasing deleted text is pending (another connection reads)", self.path)
                 self._retry_erasures_later()
@@ -313,7 +339,7 @@ class Store(StoreDump, StoreReads):
             with best_effort(f"the end of a pending erase in {self.path}"):
                 with transaction(self._db):
                     self._db.execute("DELETE FROM meta WHERE key = ?", (PENDING_ERASURES,))
-                checkpoint(self._db, 0)  # the cleared record itself holds no deleted text
+                self._engine.erased(self._db)  # the cleared record itself holds no deleted text
             return True
 
     def _retry_erasures_later(self) -> None:
@@ -339,7 +365,7 @@ class Store(StoreDump, StoreReads):
         """One retry of the pending erase: True when it is done (or cannot be retried here)."""
         try:
             return self._finish_erasures(wait_ms=0)
-        except sqlite3.Error as exc:
+        except database_errors() as exc:
             log.warning(
                 "%s: retrying the pending erase failed (%s); it is retried on the next open or write",
                 self.path,
@@ -374,7 +400,7 @@ class Store(StoreDump, StoreReads):
                 body = canonical(item)
                 record_sha = hashlib.sha256(body.encode()).hexdigest()
                 inserted = self._db.execute(
-                    "INSERT OR IGNORE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (self.namespace, seq, item["id"], body, record_sha, request_id, now),
                 ).rowcount
                 if inserted:

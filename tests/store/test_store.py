@@ -304,6 +304,20 @@ COUNTING_CHILD = textwrap.dedent(
 )
 
 
+def counted_in_a_new_process(store: str, question: str, extra: dict) -> dict:
+    """What a new process opening ``store`` computes for its first read of ``question`` and for a
+    read after adding ``extra`` (:data:`COUNTING_CHILD`)."""
+    out = subprocess.run(
+        [sys.executable, "-c", COUNTING_CHILD, store, MODELS, question, json.dumps(extra)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def test_a_new_process_reads_the_saved_cut_and_cuts_and_indexes_nothing(tmp_path: Path) -> None:
     records, questions = locomo_records()
     path = tmp_path / "saved.muster"
@@ -312,16 +326,7 @@ def test_a_new_process_reads_the_saved_cut_and_cuts_and_indexes_nothing(tmp_path
         store.context(questions[0])  # built (and its derive result saved)
         store.add(records[-2])
         first = store.context(questions[0]).text  # grown (and saved again)
-    extra = json.dumps(records[-1])
-    out = subprocess.run(
-        [sys.executable, "-c", COUNTING_CHILD, str(path), MODELS, questions[0], extra],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    reply = json.loads(out.stdout.splitlines()[-1])
+    reply = counted_in_a_new_process(str(path), questions[0], records[-1])
     # The first query of the new process: nothing derived, detected, cut, analysed or embedded.
     assert reply["calls"] == {} and reply["computed"] == 0 and reply["embedded"] == 0, reply
     assert reply["text"] == first

@@ -1,0 +1,224 @@
+"""The PostgreSQL engine: a store in a database named by a ``postgresql://`` URL (psycopg 3).
+
+The store's SQL is written once, for SQLite; :class:`Connection` gives it the part of
+``sqlite3.Connection`` the store uses and translates each statement by these rules, and no others
+(``docs/decisions/0190-store-engines.md``; each is tested in tests/store/test_postgres.py):
+
+1. ``?`` placeholders become ``%s`` (the store's SQL holds no ``%`` of its own: refused).
+2. ``BEGIN IMMEDIATE`` (a writer) becomes a READ COMMITTED transaction that first takes the
+   database's writer lock (``pg_advisory_xact_lock``): writers go one at a time, as in SQLite,
+   and each statement after the lock sees every write committed before it.
+3. ``BEGIN`` (a read) becomes a REPEATABLE READ transaction: the head and the records a read
+   takes come from one snapshot.
+4. In ``CREATE`` and ``ALTER`` statements: ``INTEGER`` is ``BIGINT``, ``REAL`` is ``DOUBLE
+   PRECISION`` (SQLite's REAL is 8 bytes; PostgreSQL's is 4, and a rounded score would change a
+   context), ``BLOB`` is ``BYTEA``, ``TEXT`` is ``TEXT COLLATE "C"`` (ordered by code point, as
+   SQLite orders text), and ``WITHOUT ROWID`` is dropped.
+5. The listing of tables (``sqlite_master``) reads ``pg_tables`` of the connection's schema.
+
+Deleted text is erased by ``VACUUM FULL`` of the store's tables (:meth:`PostgresEngine.erase`):
+it rewrites each table into new files, so the deleted rows are in none of the table's data files.
+It waits for the snapshots older than the delete to end (a snapshot keeps the rows it sees);
+past the wait the erase is pending, as a SQLite checkpoint held back by a reader is.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import Any, cast
+
+from muster_exact.cache.vectors import Access
+from muster_exact.core.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+# The writer lock's key, one per database (advisory locks are per database): "MUST".
+WRITER_LOCK = 0x4D555354
+# The tables an erase rewrites: every one that may hold deleted text, or a trace of it.
+ERASED_TABLES = (
+    "records",
+    "requests",
+    "history",
+    "heads",
+    "built",
+    "unit_keys",
+    "analyses",
+    "vectors",
+    "rerank_scores",
+)
+_POLL_S = 0.05  # how often an erase looks again for the snapshots it waits on
+
+_DDL = (
+    (re.compile(r"\bINTEGER\b"), "BIGINT"),
+    (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
+    (re.compile(r"\bBLOB\b"), "BYTEA"),
+    (re.compile(r"\bTEXT\b"), 'TEXT COLLATE "C"'),
+    (re.compile(r"\s*\bWITHOUT ROWID\b"), ""),
+)
+SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+PG_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+WRITER_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+READER_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+
+
+def translated(sql: str) -> str:
+    """The store's SQL statement as PostgreSQL takes it (rules 1, 4 and 5 of the module's docstring)."""
+    if "%" in sql:
+        raise ValueError(f"the store's SQL holds no '%': {sql!r}")
+    if sql.strip() == SQLITE_TABLES:
+        return PG_TABLES
+    if re.match(r"\s*(CREATE|ALTER)\b", sql):
+        for pattern, replacement in _DDL:
+            sql = pattern.sub(replacement, sql)
+    return sql.replace("?", "%s")
+
+
+class Connection:
+    """A psycopg connection (autocommit: a statement outside a transaction commits alone) as the
+    store uses an ``sqlite3.Connection``, its SQL translated (:func:`translated`)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        statement = sql.strip()
+        if statement == "BEGIN IMMEDIATE":
+            self.raw.execute(WRITER_BEGIN)
+            return self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+        if statement == "BEGIN":
+            return self.raw.execute(READER_BEGIN)
+        return self.raw.execute(translated(sql), tuple(params) or None)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        cursor = self.raw.cursor()
+        rows = list(rows)
+        if rows:
+            cursor.executemany(translated(sql), rows)
+        return cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
+
+    def __enter__(self) -> Connection:
+        """A transaction unless one is open (``with db:`` as sqlite3 gives it: commit or roll back)."""
+        self._began = not self.in_transaction
+        if self._began:
+            self.raw.execute(WRITER_BEGIN)
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if self._began and self.in_transaction:
+            self.raw.execute("COMMIT" if kind is None else "ROLLBACK")
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def is_postgres(location: Any) -> bool:
+    """Whether a store location names a PostgreSQL database (a ``postgresql://`` URL)."""
+    from muster_exact.store.postgres_connect import is_postgres_url
+
+    return isinstance(location, str) and is_postgres_url(location)
+
+
+def shown(url: str) -> str:
+    """The URL as messages show it: its password hidden."""
+    from muster_exact.store.postgres_connect import shown_url
+
+    return shown_url(url)
+
+
+def connected(url: str) -> Connection:
+    from muster_exact.store.postgres_connect import connect
+
+    return Connection(connect(url, autocommit=True))
+
+
+def prepare(connection: Connection, where: str, create: bool) -> Access:
+    """Create the schema in a database that has none (under the writer lock: of many replicas
+    starting at once, one creates it), or check and migrate the one there; the access this
+    connection's role has (``ro`` when it may not insert records)."""
+    from muster_exact.cache.vectors import CACHE_SCHEMAS
+    from muster_exact.store import file
+
+    db = cast(Any, connection)  # the part of sqlite3.Connection the store's functions use
+    with file.transaction(db):
+        tables = file._tables(db)
+        if not tables:
+            if not create:
+                raise StoreError(f"no store at {where}; add records first (muster add --store URL FILE)")
+            for statement in file._statements(
+                file.SCHEMA + file.HISTORY_TABLE + CACHE_SCHEMAS + file.BUILT_SCHEMA
+            ):
+                db.execute(statement)
+            db.execute("INSERT INTO meta VALUES ('application', ?)", (file.APPLICATION,))
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(file.SCHEMA_VERSION),))
+            tables = file._tables(db)
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+    if meta.get("application") != file.APPLICATION:
+        raise StoreError(
+            f"{where} holds tables but not a MUSTER store; give an empty database or a MUSTER store"
+        )
+    row = db.execute("SELECT has_table_privilege('records', 'INSERT')").fetchone()
+    access: Access = "rw" if row[0] else "ro"
+    file._check_and_migrate(db, where, meta, access)
+    return access
+
+
+class PostgresEngine:
+    """A store in a PostgreSQL database: erased by ``VACUUM FULL``, its caches in its tables."""
+
+    name = "postgres"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def erase(self, db: Connection, wait_ms: int) -> bool:
+        """Rewrite every table that may hold deleted text; False when another connection's
+        snapshot (one that may see the deleted rows) or lock outlasts ``wait_ms``."""
+        deadline = time.monotonic() + wait_ms / 1000
+        while self._snapshots_held(db):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_S)
+        left = max(1, int((deadline - time.monotonic()) * 1000))
+        db.execute(f"SET lock_timeout = {left if wait_ms else 1}")
+        try:
+            db.execute(f"VACUUM FULL {', '.join(ERASED_TABLES)}")
+        except Exception as exc:
+            from psycopg.errors import LockNotAvailable
+
+            if isinstance(exc, LockNotAvailable):
+                return False
+            raise
+        finally:
+            db.execute("SET lock_timeout = 0")
+        return True
+
+    @staticmethod
+    def _snapshots_held(db: Connection) -> bool:
+        """Whether another session of this database holds a snapshot (it may see the deleted rows)."""
+        row = db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND backend_xmin IS NOT NULL"
+        ).fetchone()
+        return bool(row[0])
+
+    def erased(self, db: Connection) -> None:
+        """The cleared pending-erase record holds no deleted text: nothing more to rewrite."""
+
+    def caches(self, path: Any, access: Access) -> tuple[Any, Any, Any]:
+        """The vector, score and analysis caches, each on its own connection to the database
+        (their tables are the store's, made with its schema)."""
+        from muster_exact.cache.vectors import AnalysisCache, ScoreCache, VectorCache
+
+        return (
+            VectorCache(None, access, db=connected(self.url)),
+            ScoreCache(None, access, db=connected(self.url)),
+            AnalysisCache(None, access, db=connected(self.url)),
+        )
