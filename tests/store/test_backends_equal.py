@@ -17,7 +17,7 @@ from tests.store.test_store import MODELS, beam_records, locomo_records
 
 pytestmark = pytest.mark.slow
 
-SOURCES = {"locomo": lambda: locomo_records(48), "beam": lambda: beam_records(24)}
+SOURCES = {"locomo": lambda: locomo_records(40), "beam": lambda: beam_records(20)}
 
 # One step: ("add", how many of the records not added yet), ("forget", which held ones, as
 # fractions of the count), ("update", which held one, whose text it takes).
@@ -44,7 +44,7 @@ def test_postgres_and_sqlite_stores_give_byte_equal_contexts(tmp_path: Path, pos
     loaded = {name: load() for name, load in SOURCES.items()}
 
     @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(source=st.sampled_from(sorted(SOURCES)), steps=st.lists(STEPS, min_size=2, max_size=6))
+    @given(source=st.sampled_from(sorted(SOURCES)), steps=st.lists(STEPS, min_size=2, max_size=5))
     def check(source: str, steps: list[tuple]) -> None:
         records, questions = loaded[source]
         namespace = f"{source}-{next(counter)}"
