@@ -14,6 +14,8 @@ from muster_exact.core.version import __version__
 from muster_exact.derive.plan import MODES
 from muster_exact.store.dump import DEFAULT_PAGE
 
+STORE = "the store file or postgresql:// URL"  # what --store names
+
 
 def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:
     from muster_exact.models import AUTO, MODELS_ENV, PROFILES
@@ -94,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(with --store: the question)",
     )
     p.add_argument("question", nargs="?", metavar="QUESTION")
-    p.add_argument("--store", help="read from this MUSTER store file instead of FILE")
+    p.add_argument("--store", help=f"read from this MUSTER store ({STORE}) instead of FILE")
     p.add_argument("--namespace", default="default", help="the store's namespace (default: default)")
     p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
     _models_option(p)
@@ -124,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "file", nargs="?", default="-", help=".json array, .jsonl, or text (blank-line blocks); - for stdin"
     )
-    p.add_argument("--store", required=True, help="the store file (created when missing)")
+    p.add_argument("--store", required=True, help=f"{STORE} (created when missing)")
     p.add_argument("--namespace", default="default")
     p.add_argument("--request-id", help="apply this add once: a retry with the same id writes nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -140,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "text on disk until the store's next open or write; 2: refused (an id the namespace does not "
         "hold: nothing is deleted).",
     )
-    p.add_argument("--store", required=True, help="the store file (never created)")
+    p.add_argument("--store", required=True, help=f"{STORE} (never created)")
     p.add_argument("--namespace", default="default")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", action="append", metavar="ID", help="a record id (repeatable)")
@@ -163,12 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time")
     p.add_argument("--metadata", metavar="JSON", help="any JSON value, kept with the record")
     p.add_argument("--record", metavar="JSON", help='the whole record: {"text": ..., "speaker": ...}')
-    _store_options(p, "the store file (never created)")
+    _store_options(p, f"{STORE} (never created)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_cmd_update)
 
     p = commands.add_parser("list", help="a page of a namespace's records, in the order they were added")
-    _store_options(p, "the store file (never created)")
+    _store_options(p, f"{STORE} (never created)")
     p.add_argument(
         "--limit", type=int, default=DEFAULT_PAGE, help=f"records on the page (default: {DEFAULT_PAGE})"
     )
@@ -181,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "export", help="every record of a store as JSON lines (stdout), for muster import or a backup"
     )
-    p.add_argument("--store", required=True, help="the store file (never created)")
+    p.add_argument("--store", required=True, help=f"{STORE} (never created)")
     p.add_argument("--namespace", help="only this namespace (default: every namespace of the file)")
     p.set_defaults(run=_cmd_export, preset=None, models=None)
 
@@ -192,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         "skipped; an id held with another record refuses the whole import (nothing is written).",
     )
     p.add_argument("file", nargs="?", default="-", help="the dump (JSON lines); - for stdin")
-    p.add_argument("--store", required=True, help="the store file (created when missing)")
+    p.add_argument("--store", required=True, help=f"{STORE} (created when missing)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _input_limit_option(p)
     p.set_defaults(run=_cmd_import, namespace="default", preset=None, models=None)
@@ -224,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
             else ""
         )
         p = commands.add_parser(name, help=text, description=about)
-        p.add_argument("--store", required=True, help="the store file (created when missing)")
+        p.add_argument("--store", required=True, help=f"{STORE} (created when missing)")
         p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
         p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
         _models_option(p, "for reads")

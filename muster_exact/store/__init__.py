@@ -49,6 +49,14 @@ without it) opens read-only: reads work and cache nothing. Every SQLite
 failure leaves as a typed :class:`StoreError` (``StoreCorrupt``,
 ``StoreFull``, ``StoreReadOnly``), mapped in one place.
 
+The same store lives in a PostgreSQL database when ``path`` is a URL
+(``Store.open("postgresql://user:password@host/db")``, also ``postgres://``;
+psycopg 3, ``muster-memory[postgres]``): the same API, SQL and schema
+(:mod:`muster_exact.store.engines`), writers one at a time per database (an
+advisory lock, also across processes and hosts), each read in one snapshot,
+and a delete erased by ``VACUUM FULL`` (``docs/security.md``). Contexts are
+byte-equal to the file's over the same records.
+
 Here: the package's public names. The :class:`Store` is :mod:`muster_exact.store.store` (open,
 add, delete, erase) over :mod:`.reads` (plan, memory, context) and :mod:`.state` (head, records,
 cache keys); its results are :mod:`.results`. The file itself (schema, migrations, opening, typed

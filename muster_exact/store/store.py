@@ -76,6 +76,9 @@ class Store(StoreDump, StoreReads):
     ) -> Store:
         """Open (or, unless ``create=False``, create) the store file at ``path`` and one namespace in it.
 
+        ``path`` may instead be a ``postgresql://`` (or ``postgres://``) URL: the store is then
+        that database's (its schema made by the first open; :mod:`muster_exact.store.engines`).
+
         ``namespace`` is checked by :func:`~muster_exact.store.validation.check_namespace` (taken
         in NFC; a name the file already holds opens as stored). Without write access to the file
         or its folder the store opens read-only. Reads keep to the embedder the namespace was
