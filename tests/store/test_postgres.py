@@ -7,15 +7,19 @@ store's own tests are tests/store/test_store.py and its neighbours."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from muster_exact.core.errors import ErasePending, InputError, RequestConflict, StoreError
+from muster_exact.core.errors import ErasePending, InputError, RequestConflict, StoreError, StoreReadOnly
 from muster_exact.store import SCHEMA_VERSION, Store
 from muster_exact.store.engines import postgres
+from tests.conftest import REPO
 from tests.postgres import PostgresCluster
 from tests.store.test_store import (
     MODELS,
@@ -226,3 +230,53 @@ def test_the_cli_takes_a_database_url_for_store(postgres_url: str, tmp_path: Pat
     assert refused.returncode == 2 and "refused the login" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
     assert "not-the-password" not in refused.stderr
+
+
+def test_a_role_that_may_only_read_opens_the_store_read_only(
+    postgres_cluster: PostgresCluster, postgres_url: str
+) -> None:
+    with Store.open(postgres_url, models=MODELS) as store:
+        store.add(["The spare key is under the blue pot.", "The bins go out on Tuesday."])
+        expected = store.context("Where is the key?").text
+    name = urlsplit(postgres_url).path.lstrip("/")
+    reader = f"reader_{name}"
+    with postgres_cluster.admin(name) as admin:
+        admin.execute(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD 'read-only'")
+        admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{reader}"')
+    try:
+        with Store.open(postgres_cluster.url(name, reader, "read-only"), models=MODELS) as store:
+            assert store.read_only
+            assert store.context("Where is the key?").text == expected  # reads work, cache nothing
+            with pytest.raises(StoreReadOnly):
+                store.add("A new line.")
+    finally:
+        with postgres_cluster.admin(name) as admin:
+            admin.execute(f'DROP OWNED BY "{reader}"')
+            admin.execute(f'DROP ROLE "{reader}"')
+
+
+def test_two_processes_adding_with_one_request_id_apply_it_once(postgres_url: str) -> None:
+    adder = textwrap.dedent(
+        """
+        import sys, time
+        from muster_exact.store import Store
+        start = float(sys.argv[2])
+        with Store.open(sys.argv[1]) as store:
+            while time.time() < start:
+                pass
+            print(store.add(["alpha", "beta", "gamma"], request_id="req-2").replayed)
+        """
+    )
+    with Store.open(postgres_url, models=MODELS) as store:
+        store.add(["one", "two"], request_id="req-1")
+    start = str(time.time() + 3.0)  # both processes wake at the same moment
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", adder, postgres_url, start], stdout=subprocess.PIPE, text=True, cwd=REPO
+        )
+        for _ in range(2)
+    ]
+    outs = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+    assert outs == ["False", "True"]
+    with Store.open(postgres_url, models=MODELS) as store:
+        assert [r["text"] for r in store.records()] == ["one", "two", "alpha", "beta", "gamma"]
