@@ -16,7 +16,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from muster_exact.core.errors import ErasePending, InputError, RequestConflict, StoreError, StoreReadOnly
+from muster_exact.core.errors import (
+    ErasePending,
+    InputError,
+    RequestConflict,
+    StoreError,
+    StoreReadOnly,
+    StoreUnavailable,
+)
 from muster_exact.store import SCHEMA_VERSION, Store
 from muster_exact.store.engines import postgres
 from tests.conftest import REPO
@@ -57,6 +64,8 @@ def test_each_translation_rule() -> None:
 
 class Recorded:
     """A psycopg connection that records what it is sent (rules 2 and 3 are statements sent)."""
+
+    closed = False
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, object]] = []
@@ -280,3 +289,20 @@ def test_two_processes_adding_with_one_request_id_apply_it_once(postgres_url: st
     assert outs == ["False", "True"]
     with Store.open(postgres_url, models=MODELS) as store:
         assert [r["text"] for r in store.records()] == ["one", "two", "alpha", "beta", "gamma"]
+
+
+def test_a_lost_connection_fails_one_call_typed_and_the_next_connects_again(
+    postgres_cluster: PostgresCluster, postgres_url: str
+) -> None:
+    with Store.open(postgres_url, models=MODELS) as store:
+        store.add(["The spare key is under the blue pot.", "The bins go out on Tuesday."])
+        expected = store.context("Where is the key?").text
+        with postgres_cluster.admin() as admin:  # the server ends every session of the store
+            name = urlsplit(postgres_url).path.lstrip("/")
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+            )
+        with pytest.raises(StoreUnavailable, match="lost mid-request"):
+            store.head()
+        assert store.context("Where is the key?").text == expected  # the store and its caches reconnect
+        assert store.add("A third line.").head.records == 3

@@ -79,10 +79,23 @@ class Connection:
     """A psycopg connection (autocommit: a statement outside a transaction commits alone) as the
     store uses an ``sqlite3.Connection``, its SQL translated (:func:`translated`)."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, url: str | None = None) -> None:
         self.raw = raw
+        self.url = url  # to connect again after the connection was lost (None: never)
+
+    def _live(self) -> Any:
+        """The connection, connected again when the last one was lost (a server restart, a
+        terminated session): the statement that met the loss failed (typed, 503); the next one
+        runs. Never within a transaction: the failure ended it."""
+        if self.raw.closed and self.url is not None:
+            from muster_exact.store.postgres_connect import connect
+
+            log.info("the connection to %s was lost; connected again", shown(self.url))
+            self.raw = connect(self.url, autocommit=True)
+        return self.raw
 
     def execute(self, sql: str, params: Any = ()) -> Any:
+        self._live()
         statement = sql.strip()
         if statement == "BEGIN IMMEDIATE":
             self.raw.execute(WRITER_BEGIN)
@@ -92,7 +105,7 @@ class Connection:
         return self.raw.execute(translated(sql), tuple(params) or None)
 
     def executemany(self, sql: str, rows: Any) -> Any:
-        cursor = self.raw.cursor()
+        cursor = self._live().cursor()
         rows = list(rows)
         if rows:
             cursor.executemany(translated(sql), rows)
@@ -102,10 +115,15 @@ class Connection:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
-        return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
+        # A lost connection has no transaction left to end (its status is UNKNOWN).
+        status = self.raw.info.transaction_status
+        return bool(
+            status in (TransactionStatus.INTRANS, TransactionStatus.INERROR, TransactionStatus.ACTIVE)
+        )
 
     def __enter__(self) -> Connection:
         """A transaction unless one is open (``with db:`` as sqlite3 gives it: commit or roll back)."""
+        self._live()
         self._began = not self.in_transaction
         if self._began:
             self.raw.execute(WRITER_BEGIN)
@@ -136,7 +154,7 @@ def shown(url: str) -> str:
 def connected(url: str) -> Connection:
     from muster_exact.store.postgres_connect import connect
 
-    return Connection(connect(url, autocommit=True))
+    return Connection(connect(url, autocommit=True), url)
 
 
 def prepare(connection: Connection, where: str, create: bool) -> Access:
