@@ -10,6 +10,8 @@ from dataclasses import replace
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from muster_exact.store.engines.postgres import is_postgres
+
 if TYPE_CHECKING:
     from muster_exact.serve.backend import Backend
 
@@ -88,7 +90,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
         hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]
         log.warning(
             "serving %s on http://%s:%d (%s)",
-            args.store,
+            backend.store().path if is_postgres(args.store) else args.store,  # a URL's password hidden
             args.host,
             args.port,
             "token required" if token else "no token",

@@ -306,3 +306,25 @@ def test_a_lost_connection_fails_one_call_typed_and_the_next_connects_again(
             store.head()
         assert store.context("Where is the key?").text == expected  # the store and its caches reconnect
         assert store.add("A third line.").head.records == 3
+
+
+def test_the_http_server_serves_a_database(postgres_url: str) -> None:
+    import httpx
+
+    from tests.serve.test_http import Server
+
+    server = Server(postgres_url)  # type: ignore[arg-type]
+    try:
+        added = httpx.post(
+            f"{server.url}/v1/add",
+            json={"records": ["The spare key is under the blue pot."], "request_id": "h1"},
+        )
+        assert added.status_code == 200 and added.json()["head"]["records"] == 1, added.text
+        read = httpx.post(f"{server.url}/v1/context", json={"query": "Where is the key?"}, timeout=120)
+        assert read.status_code == 200 and "blue pot" in read.json()["context"], read.text
+        gone = httpx.post(f"{server.url}/v1/delete", json={"ids": ["r1"]})
+        assert gone.status_code == 200 and gone.json()["deleted"] == ["r1"], gone.text
+    finally:
+        server.stop()
+    password = urlsplit(postgres_url).password
+    assert "serving postgresql://" in server.stderr and password and password not in server.stderr
