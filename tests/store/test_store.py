@@ -483,8 +483,16 @@ READER = textwrap.dedent(
 )
 
 
-def test_four_writers_and_four_readers_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "busy.muster"
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store lives: a new file, or a new PostgreSQL database (tests/postgres.py)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return str(tmp_path / "store.muster")
+
+
+def test_four_writers_and_four_readers_lose_nothing(store_at: str) -> None:
+    path = store_at
     Store.open(path).close()
     seconds = "6"
     writers = [
@@ -542,17 +550,19 @@ def test_deleted_text_leaves_no_trace(tmp_path: Path) -> None:
     assert b"ZEBRA-7741" not in raw
 
 
-def test_generated_ids_never_collide_with_given_ones(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "ids.muster") as store:
+def test_generated_ids_never_collide_with_given_ones(store_at: str) -> None:
+    with Store.open(store_at) as store:
         store.add({"id": "r2", "text": "given the id the store would generate next"})
         result = store.add(["no id", {"id": "r3", "text": "given in the same add"}, "no id either"])
         assert result.ids == ("r2.2", "r3", "r4")
         assert len({r["id"] for r in store.records()}) == 4
 
 
-def test_namespaces_never_mix(tmp_path: Path) -> None:
-    path = tmp_path / "shared.muster"
-    with Store.open(path, "user-1", models=MODELS) as one, Store.open(path, "user-2", models=MODELS) as two:
+def test_namespaces_never_mix(store_at: str) -> None:
+    with (
+        Store.open(store_at, "user-1", models=MODELS) as one,
+        Store.open(store_at, "user-2", models=MODELS) as two,
+    ):
         one.add("Ana keeps bees in Porto.")
         two.add("Bruno repairs clocks in Oslo.")
         assert "Bruno" not in one.context("Who repairs clocks?").text
