@@ -37,6 +37,8 @@ from tests.store.test_store import (
     rebuilt,
 )
 
+pytestmark = pytest.mark.slow  # real LoCoMo records, the packaged embedder
+
 
 def test_each_translation_rule() -> None:
     t = postgres.translated
@@ -328,3 +330,24 @@ def test_the_http_server_serves_a_database(postgres_url: str) -> None:
         server.stop()
     password = urlsplit(postgres_url).password
     assert "serving postgresql://" in server.stderr and password and password not in server.stderr
+
+
+def test_an_older_schema_in_the_database_is_migrated_on_open(postgres_url: str) -> None:
+    import psycopg
+
+    with Store.open(postgres_url, models=MODELS) as store:
+        store.add(["The spare key is under the blue pot."], request_id="old")
+    with psycopg.connect(postgres_url, autocommit=True) as db:  # back to schema 3: no history yet
+        db.execute("DROP TABLE history")
+        db.execute("ALTER TABLE requests DROP COLUMN body_sha256")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    with Store.open(postgres_url, models=MODELS) as store:
+        assert store.add(["The spare key is under the blue pot."], request_id="old").replayed
+        store.update("r1", "The spare key is under the red pot.")
+    with psycopg.connect(postgres_url) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+        assert db.execute("SELECT id, action FROM history").fetchall() == [("r1", "updated")]
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer MUSTER"):
+        Store.open(postgres_url)
