@@ -86,15 +86,19 @@ def default_path() -> Path:
 
 
 class _Table:
-    """A cache table in an SQLite file (``path=None``: in memory), or on ``db``, a store's connection
-    to its database (:mod:`muster_exact.store.engines`): its schema made when the file is writable,
-    keyed reads in chunks, writes that never fail a read (:func:`best_effort`)."""
+    """A cache table in an SQLite file (``path=None``: in memory), or on ``db`` under ``lock``, a
+    store's own connection to its database and the lock its uses hold
+    (:mod:`muster_exact.store.engines`): its schema made when the file is writable, keyed reads in
+    chunks, writes that never fail a read (:func:`best_effort`)."""
 
-    def __init__(self, path: Path | None, access: Access, schema: str, db: Any = None) -> None:
+    def __init__(
+        self, path: Path | None, access: Access, schema: str, db: Any = None, lock: Any = None
+    ) -> None:
         self.path = path
         self.writable = access == "rw"
-        self._lock = threading.Lock()
-        if db is not None:  # a store's own database connection: its schema made the table
+        self._lock = threading.Lock() if lock is None else lock
+        self._owned = db is None  # a store's connection is the store's to close
+        if db is not None:  # the store's schema made the table
             self._db = db
             return
         if path is not None and self.writable:
@@ -123,15 +127,18 @@ class _Table:
             self._db.executemany(statement, rows)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        if self._owned:
+            with self._lock:
+                self._db.close()
 
 
 class VectorCache(_Table):
     """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw", db: Any = None) -> None:
-        super().__init__(path, access, SCHEMA, db)
+    def __init__(
+        self, path: Path | None = None, access: Access = "rw", db: Any = None, lock: Any = None
+    ) -> None:
+        super().__init__(path, access, SCHEMA, db, lock)
 
     def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
         """The cached vectors of these keys. A damaged row (a blob that is not ``dim`` float32s,
@@ -175,8 +182,10 @@ class ScoreCache(_Table):
     """Cross-encoder scores by (model, query hash, unit text hash): a repeated question costs no
     cross-encoder call, in this process or the next."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw", db: Any = None) -> None:
-        super().__init__(path, access, SCORES_SCHEMA, db)
+    def __init__(
+        self, path: Path | None = None, access: Access = "rw", db: Any = None, lock: Any = None
+    ) -> None:
+        super().__init__(path, access, SCORES_SCHEMA, db, lock)
 
     def scored(
         self, model: str, query: str, texts: Sequence[str], score: Callable[[str, list[str]], list[float]]
@@ -217,8 +226,10 @@ class AnalysisCache(_Table):
     """Per-text analyses (:mod:`muster_exact.cache.memo`) by (kind, text hash), as JSON: a new process
     opening a store reads its records' counts, terms and entities instead of computing them."""
 
-    def __init__(self, path: Path | None = None, access: Access = "rw", db: Any = None) -> None:
-        super().__init__(path, access, ANALYSES_SCHEMA, db)
+    def __init__(
+        self, path: Path | None = None, access: Access = "rw", db: Any = None, lock: Any = None
+    ) -> None:
+        super().__init__(path, access, ANALYSES_SCHEMA, db, lock)
 
     def get(self, kind: str, keys: Sequence[str]) -> dict[str, str]:
         select = "SELECT sha256, value FROM analyses WHERE kind = ? AND sha256 IN"

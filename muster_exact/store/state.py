@@ -162,7 +162,7 @@ class StoreState:
 
     def _open_caches(self) -> tuple[Any, Any]:
         if self._caches is None:
-            self._caches = self._engine.caches(self.path, self.access)
+            self._caches = self._engine.caches(self.path, self.access, self._db, self._lock)
             self.memo.backing = self._caches[2]
         return self._caches[:2]  # type: ignore[no-any-return]
 

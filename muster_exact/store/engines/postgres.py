@@ -82,6 +82,7 @@ class Connection:
     def __init__(self, raw: Any, url: str | None = None) -> None:
         self.raw = raw
         self.url = url  # to connect again after the connection was lost (None: never)
+        self._began: list[bool] = []  # per ``with db:``, whether it began the transaction
 
     def _live(self) -> Any:
         """The connection, connected again when the last one was lost (a server restart, a
@@ -122,15 +123,17 @@ class Connection:
         )
 
     def __enter__(self) -> Connection:
-        """A transaction unless one is open (``with db:`` as sqlite3 gives it: commit or roll back)."""
+        """A transaction unless one is open (``with db:`` as sqlite3 gives it: commit or roll back;
+        within an open one, a part of it)."""
         self._live()
-        self._began = not self.in_transaction
-        if self._began:
+        began = not self.in_transaction
+        self._began.append(began)
+        if began:
             self.raw.execute(WRITER_BEGIN)
         return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
-        if self._began and self.in_transaction:
+        if self._began.pop() and self.in_transaction:
             self.raw.execute("COMMIT" if kind is None else "ROLLBACK")
 
     def close(self) -> None:
@@ -230,13 +233,14 @@ class PostgresEngine:
     def erased(self, db: Connection) -> None:
         """The cleared pending-erase record holds no deleted text: nothing more to rewrite."""
 
-    def caches(self, path: Any, access: Access) -> tuple[Any, Any, Any]:
-        """The vector, score and analysis caches, each on its own connection to the database
-        (their tables are the store's, made with its schema)."""
+    def caches(self, path: Any, access: Access, db: Connection, lock: Any) -> tuple[Any, Any, Any]:
+        """The vector, score and analysis caches, on the store's own connection under its lock
+        (their tables are the store's, made with its schema): one connection per open namespace,
+        so N replicas with M namespaces open need N x M of the server's connections."""
         from muster_exact.cache.vectors import AnalysisCache, ScoreCache, VectorCache
 
         return (
-            VectorCache(None, access, db=connected(self.url)),
-            ScoreCache(None, access, db=connected(self.url)),
-            AnalysisCache(None, access, db=connected(self.url)),
+            VectorCache(None, access, db=db, lock=lock),
+            ScoreCache(None, access, db=db, lock=lock),
+            AnalysisCache(None, access, db=db, lock=lock),
         )

@@ -26,8 +26,9 @@ class SqliteEngine:
         """After the pending-erase record is cleared: that write leaves the log too."""
         checkpoint(db, 0)
 
-    def caches(self, path: Any, access: Access) -> tuple[Any, Any, Any]:
-        """The vector, score and analysis caches, each on its own connection to the file."""
+    def caches(self, path: Any, access: Access, db: Any, lock: Any) -> tuple[Any, Any, Any]:
+        """The vector, score and analysis caches, each on its own connection to the file (SQLite
+        lets many connections read and one write; ``db`` and ``lock`` are the store's)."""
         from muster_exact.cache.vectors import AnalysisCache, ScoreCache, VectorCache
 
         file = Path(path)
