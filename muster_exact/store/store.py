@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from muster_exact.cache.memo import Memo
 from muster_exact.cache.vectors import best_effort, connect, database_errors
@@ -88,7 +88,7 @@ class Store(StoreDump, StoreReads):
         from muster_exact.store.engines import postgres
 
         if postgres.is_postgres(path):
-            return cls._open_database(str(path), namespace, preset, models, create, reembed)
+            return postgres.opened(cls, str(path), namespace, preset, models, create, reembed)
         path = Path(path)
         exists = check_path(path)
         if not exists:
@@ -105,29 +105,6 @@ class Store(StoreDump, StoreReads):
                 namespace = check_namespace(namespace, held=partial(holds, db))
                 store = cls(path, db, namespace, preset, models, access, reembed)
                 store._finish_erasures(wait_ms=0)  # a delete that a reader held back: try again now
-            except BaseException:
-                db.close()
-                raise
-        return store
-
-    @classmethod
-    def _open_database(
-        cls, url: str, namespace: str, preset: str | None, models: Any, create: bool, reembed: bool
-    ) -> Store:
-        """:meth:`open` of a PostgreSQL database (:mod:`muster_exact.store.engines.postgres`)."""
-        from muster_exact.store.engines import postgres
-
-        where = postgres.shown(url)
-        with sqlite_errors(where, "open"):
-            db = postgres.connected(url)
-            try:
-                # No database holds a name made before the rule (0185): checked before any table is made.
-                namespace = check_namespace(namespace)
-                access = postgres.prepare(db, where, create)
-                # The connection gives the part of sqlite3.Connection the store uses (translated).
-                engine = postgres.PostgresEngine(url)
-                store = cls(where, cast(Any, db), namespace, preset, models, access, reembed, engine)
-                store._finish_erasures(wait_ms=0)
             except BaseException:
                 db.close()
                 raise

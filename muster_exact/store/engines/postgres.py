@@ -27,12 +27,16 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from muster_exact.cache.vectors import Access
 from muster_exact.core.errors import StoreError
 
+if TYPE_CHECKING:
+    from muster_exact.store.store import Store
+
 log = logging.getLogger(__name__)
+S = TypeVar("S", bound="Store")
 
 # The writer lock's key, one per database (advisory locks are per database): "MUST".
 WRITER_LOCK = 0x4D555354
@@ -158,6 +162,30 @@ def connected(url: str) -> Connection:
     from muster_exact.store.postgres_connect import connect
 
     return Connection(connect(url, autocommit=True), url)
+
+
+def opened(
+    cls: type[S], url: str, namespace: str, preset: str | None, models: Any, create: bool, reembed: bool
+) -> S:
+    """``Store.open`` of a PostgreSQL database: one namespace of the store in it, created when
+    the database holds none (unless ``create=False``)."""
+    from muster_exact.store.file import sqlite_errors
+    from muster_exact.store.validation import check_namespace
+
+    where = shown(url)
+    with sqlite_errors(where, "open"):  # psycopg's failures too, typed
+        db = connected(url)
+        try:
+            # No database holds a name made before the rule (0185): checked before any table is made.
+            namespace = check_namespace(namespace)
+            access = prepare(db, where, create)
+            # The connection gives the part of sqlite3.Connection the store uses (translated).
+            store = cls(where, cast(Any, db), namespace, preset, models, access, reembed, PostgresEngine(url))
+            store._finish_erasures(wait_ms=0)  # a delete another replica's read held back
+        except BaseException:
+            db.close()
+            raise
+    return store
 
 
 def prepare(connection: Connection, where: str, create: bool) -> Access:
