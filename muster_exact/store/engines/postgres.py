@@ -27,16 +27,20 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, cast
 
 from muster_exact.cache.vectors import Access
 from muster_exact.core.errors import StoreError
 
-if TYPE_CHECKING:
-    from muster_exact.store.store import Store
-
 log = logging.getLogger(__name__)
-S = TypeVar("S", bound="Store")
+
+
+class _Store(Protocol):
+    def _finish_erasures(self, wait_ms: int) -> bool: ...
+
+
+S = TypeVar("S", bound=_Store)
 
 # The writer lock's key, one per database (advisory locks are per database): "MUST".
 WRITER_LOCK = 0x4D555354
@@ -165,7 +169,13 @@ def connected(url: str) -> Connection:
 
 
 def opened(
-    cls: type[S], url: str, namespace: str, preset: str | None, models: Any, create: bool, reembed: bool
+    cls: Callable[..., S],
+    url: str,
+    namespace: str,
+    preset: str | None,
+    models: Any,
+    create: bool,
+    reembed: bool,
 ) -> S:
     """``Store.open`` of a PostgreSQL database: one namespace of the store in it, created when
     the database holds none (unless ``create=False``)."""
