@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+from bench_replicas import replica_rows
 
 from muster_exact import __version__
 from muster_exact.verify.corpora import locomo_sessions
@@ -82,6 +83,9 @@ def main() -> None:
     parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
     parser.add_argument("--out", default="results/bench/serve.md")
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--replica-requests", type=int, default=200, help="requests per row of the replica table"
+    )
     args = parser.parse_args()
     turns, questions = locomo_turns(Path(args.data))
     with tempfile.TemporaryDirectory() as tmp:
@@ -165,7 +169,7 @@ def main() -> None:
         lines.append(
             f"| {name} | {r['requests']} | {r['rps']:.1f} | {r['p50']:.1f} | {r['p95']:.1f} | {r['errors']} |"
         )
-    lines.append("")
+    lines += ["", *replica_rows(turns, questions, args.replica_requests, args.clients), ""]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines), encoding="utf-8")

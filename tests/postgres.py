@@ -218,25 +218,41 @@ def _role(cluster: PostgresCluster) -> None:
         db.execute(f"CREATE ROLE \"{cluster.role}\" LOGIN PASSWORD '{cluster.role_password}'")
 
 
-@pytest.fixture(scope="session")
-def postgres_cluster() -> Iterator[PostgresCluster]:
-    """This process's cluster, started on first use and stopped at the end of the session."""
+class ClusterUnavailable(RuntimeError):
+    """What a cluster cannot be started without (the server binaries, psycopg, the postgres user)."""
+
+
+def _missing() -> str | None:
+    """Why no cluster can be started here, or None."""
     bindir = server_bindir()
     if bindir is None:
-        unavailable("PostgreSQL server binaries (initdb, pg_ctl) not found by pg_config, "
-                    "under /usr/lib/postgresql/*/bin or on PATH")  # fmt: skip
-    assert bindir is not None
+        return (
+            "PostgreSQL server binaries (initdb, pg_ctl) not found by pg_config, "
+            "under /usr/lib/postgresql/*/bin or on PATH"
+        )
     if os.geteuid() == 0 and shutil.which("runuser") is None:
-        unavailable("running as root, and runuser (to start PostgreSQL as the postgres user) is missing")
+        return "running as root, and runuser (to start PostgreSQL as the postgres user) is missing"
     try:
-        import psycopg  # noqa: F401  # the fixtures administer the cluster through it
+        import psycopg  # noqa: F401  # the cluster is administered through it
     except ImportError:
-        unavailable("psycopg is not installed")
+        return "psycopg is not installed"
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(SUPERUSER)
         except KeyError:
-            unavailable("running as root, and there is no postgres user to start PostgreSQL as")
+            return "running as root, and there is no postgres user to start PostgreSQL as"
+    return None
+
+
+@contextlib.contextmanager
+def started_cluster() -> Iterator[PostgresCluster]:
+    """A throw-away cluster for the length of the block (the tests' fixture, and ``make bench``'s
+    replica table); :class:`ClusterUnavailable` when it cannot be started here."""
+    reason = _missing()
+    if reason is not None:
+        raise ClusterUnavailable(reason)
+    bindir = server_bindir()
+    assert bindir is not None
     began = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="muster-pg-", dir="/tmp" if os.path.isdir("/tmp") else None))
     server = _Server(bindir, root)
@@ -255,6 +271,16 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         server.stop()
         guard.kill()
         guard.wait()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """This process's cluster, started on first use and stopped at the end of the session."""
+    reason = _missing()
+    if reason is not None:
+        unavailable(reason)
+    with started_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture
