@@ -43,6 +43,8 @@ def data_root() -> Path | None:
 # with the most tests).
 LONGEST_FIRST = (
     "tests/store/test_store.py",
+    "tests/store/test_backends_equal.py",
+    "tests/store/test_postgres.py",
     "tests/models/test_numpy_bert.py",
     "tests/memory/test_determinism.py",
     "tests/memory/test_supersession.py",
