@@ -15,16 +15,16 @@ pytest.importorskip("mcp")
 pytestmark = pytest.mark.slow
 
 
-async def session_calls(store: Path) -> dict:
+async def session_calls(store: str, home: Path) -> dict:
     """The README's client configuration (``mcp --store F``, no --models) on a machine with no
-    model hub: the default profile must serve contexts."""
+    model hub: the default profile must serve contexts. ``store``: a file, or a database's URL."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "muster_exact", "mcp", "--store", str(store)],
-        env=no_hub_env(store.parent),
+        args=["-m", "muster_exact", "mcp", "--store", store],
+        env=no_hub_env(home),
         cwd=str(REPO),
     )
     out: dict = {}
@@ -72,9 +72,17 @@ def payload(result) -> dict:  # type: ignore[no-untyped-def]
     return json.loads(result.content[0].text)
 
 
-def test_an_mcp_client_remembers_and_recalls(tmp_path: Path) -> None:
-    store = tmp_path / "agent.muster"
-    out = asyncio.run(session_calls(store))
+@pytest.fixture(params=["file", "postgres"])
+def agent_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the agent's memory lives: a new file, or a new PostgreSQL database (tests/postgres.py)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return str(tmp_path / "agent.muster")
+
+
+def test_an_mcp_client_remembers_and_recalls(agent_store: str, tmp_path: Path) -> None:
+    store = agent_store
+    out = asyncio.run(session_calls(store, tmp_path))
     assert set(out["tools"]) == {
         "remember",
         "remember_many",
