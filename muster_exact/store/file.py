@@ -271,7 +271,7 @@ def _tables(db: sqlite3.Connection) -> set[str]:
     return {row[0] for row in rows if not row[0].startswith("sqlite_")}
 
 
-def _known_tables() -> set[str]:
+def known_tables() -> set[str]:
     """Every table a MUSTER store holds: made by the schema or by a migration."""
     scripts = [SCHEMA, HISTORY_TABLE, CACHE_SCHEMAS, BUILT_SCHEMA, *MIGRATIONS.values()]
     return {name for script in scripts for name in _CREATED_TABLE.findall(script)}
@@ -336,7 +336,7 @@ def _schema_version(value: str, path: Path | str) -> int:
 
 
 def _check_tables(path: Path | str, tables: set[str]) -> None:
-    known = _known_tables()
+    known = known_tables()
     if missing := sorted(known - tables):
         raise StoreCorrupt(
             f"{path} is damaged: table {', '.join(missing)} is missing; restore it from a backup"

@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from muster_exact.cache.vectors import Access
 from muster_exact.core.errors import StoreError
+from muster_exact.store.file import known_tables
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +45,9 @@ S = TypeVar("S", bound=_Store)
 
 # The writer lock's key, one per database (advisory locks are per database): "MUST".
 WRITER_LOCK = 0x4D555354
-# The tables an erase rewrites: every one that may hold deleted text, or a trace of it.
-ERASED_TABLES = (
-    "records",
-    "requests",
-    "history",
-    "heads",
-    "built",
-    "unit_keys",
-    "analyses",
-    "vectors",
-    "rerank_scores",
-)
+# The tables an erase rewrites: every table the schema and its migrations make, but ``meta`` (the
+# store's version and bookkeeping, never a record's text), so a table added later is erased too.
+ERASED_TABLES = tuple(sorted(known_tables() - {"meta"}))
 _POLL_S = 0.05  # how often an erase looks again for the snapshots it waits on
 
 _DDL = (
