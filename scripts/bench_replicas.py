@@ -32,7 +32,8 @@ from tests.postgres import started_cluster  # noqa: E402
 REPLICAS = (1, 2, 4)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port of 127.0.0.1 (the servers of ``bench_serve.py`` take theirs here too)."""
     import socket
 
     with socket.socket() as s:
@@ -41,7 +42,7 @@ def _free_port() -> int:
 
 
 def _replica(url: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "muster_exact", "http", "--store", url, "--port", str(port)],
         cwd=REPO,

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,16 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from bench_replicas import replica_rows
+from bench_replicas import free_port, replica_rows
 
 from muster_exact import __version__
 from muster_exact.verify.corpora import locomo_sessions
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def locomo_turns(data: Path) -> tuple[list[dict[str, str]], list[str]]:
