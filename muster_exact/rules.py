@@ -38,6 +38,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "floor_order": ("fused", "own"),
     "graph_floor": ("always", "slots", "selective", "off"),
     "graph_votes": ("always", "slots"),
+    "graph_facts": ("all", "current"),
 }
 
 
@@ -56,6 +57,9 @@ class Rules:
     floor_order: str = "fused"  # floors taken in the fused order, or in each channel's own
     graph_floor: str = "always"  # when the graph channel's floor is reserved
     graph_votes: str = "always"  # where the graph channel proposes at all (slots: numbered logs only)
+    # On numbered logs, every version of a fact in the graph, or the current one only (each slot by
+    # its newest version, and a line's value as an entity): muster_exact.channels.graph.
+    graph_facts: str = "all"
     # The channels a memory builds and asks, by name (muster_exact.channels.CHANNELS), comma-separated:
     # the paper's three in both modes. They propose, and take their floors, in the registry's order.
     channels: str = PAPER_CHANNELS
@@ -101,12 +105,17 @@ BUILD_RULES = ("unit_size", "pieces", "channels")
 
 # The paper's method on a CPU embedder: pieces so the embedder reads whole units, nothing else.
 EXACT = Rules()
-# What native mode adds (docs/decisions/ 0121, 0045, 0046, 0120): record-store units no longer
-# than the embedder's window, the standard analyser, floors in each channel's own order, and the
-# graph channel (its floor and its proposals) only where parents are slots (numbered logs); on
-# group parents, positional windows, it proposes nothing.
+# What native mode adds (docs/decisions/ 0121, 0045, 0046, 0120, 0199): record-store units no
+# longer than the embedder's window, the standard analyser, floors in each channel's own order, the
+# graph channel (its floor and its proposals) only where parents are slots (numbered logs; on group
+# parents, positional windows, it proposes nothing), and there a graph of the current facts only.
 NATIVE = Rules(
-    unit_size="window", lexical="standard", floor_order="own", graph_floor="slots", graph_votes="slots"
+    unit_size="window",
+    lexical="standard",
+    floor_order="own",
+    graph_floor="slots",
+    graph_votes="slots",
+    graph_facts="current",
 )
 
 

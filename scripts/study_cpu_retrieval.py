@@ -126,6 +126,8 @@ VARIANTS: list[Variant] = [
     ),
     # Issue 28: the graph's votes, the lexical channel at the record level, feedback.
     Variant("native, graph votes always (before issue 28)", "muster", G_ALWAYS),
+    # Issue 28: on numbered logs, a graph of the current facts (0199); record stores are unchanged.
+    Variant("native, every version in the graph (before issue 28)", "muster", N.replace(graph_facts="all")),
     Variant("native, BM25 per record (MaxP)", "muster", N, lexical="records"),
     Variant("native, BM25 with RM3", "muster", N, lexical="rm3"),
     Variant("native, BM25 per record as a fourth RRF voter", "muster", N, voter="records"),

@@ -2,6 +2,11 @@
 
 Build: every unit's entities (``muster_exact.text.entities``; on numbered logs also
 its slot) are pooled per parent, giving a bipartite parent-entity graph.
+Under ``graph_facts = current`` (native mode) a numbered log's graph holds its current facts
+only: a slot parent links through its newest version's entities (the version the reader is
+shown; older ones are superseded), a fact line's value is one of its entities, and a value named
+in another line's slot links the two ("Steve Sax ... the sport of baseball" to "baseball was
+created in ..."), so the walk follows a chain of current facts hop by hop.
 Query: the query's entities that the store knows seed a personalised walk
 over that graph; an entity's seed weight and its share of a parent's
 out-going mass grow with its rarity (idf = log(parents / parents with it)),
@@ -9,7 +14,8 @@ so "Fatah" counts for more than "May", and an entity found in every parent
 counts for nothing. The channel proposes, for the top parents in walk order, their units
 that mention query entities (best overlap first), and under policy ``flrs``
 each such unit's immediate siblings in its parent; ``flr`` proposes no
-siblings. Every order is broken by id, never by hash or set order.
+siblings; under ``current`` a slot parent proposes its newest version alone. Every order is
+broken by id, never by hash or set order.
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from typing import TYPE_CHECKING, Literal
 from muster_exact.cache.memo import Codec, Memo, strings
 from muster_exact.channels import Proposals, Recent
 from muster_exact.channels.given import Given
-from muster_exact.derive.cut import Unit
+from muster_exact.derive.cut import Cut, Unit, newest_version
 from muster_exact.models import require
-from muster_exact.text import entities
+from muster_exact.text import entities, slots
 from muster_exact.text.entities import query_entities
 
 if TYPE_CHECKING:
@@ -47,14 +53,17 @@ class GraphChannel:
         unit_parent: Sequence[int],
         parents: Sequence[Sequence[int]],
         policy: Policy = "flrs",
+        current: Sequence[int] | None = None,
     ) -> None:
         """The channel over these units; its arrays are assembled on first use (:meth:`assemble`),
         so a grown memory whose rules never ask the graph (group parents under native rules)
-        does not pay for them on every read."""
+        does not pay for them on every read. ``current``: under ``graph_facts = current``, each
+        parent's newest version where it is a slot, else -1 (None: every version counts)."""
         self.policy = policy
         self.unit_entities = list(unit_entities)  # as given (a grown memory extends them)
         self._parents = [tuple(p) for p in parents]
         self._unit_parent = list(unit_parent)
+        self._current = None if current is None else list(current)
         self._proposed: Recent[Proposals] = Recent()
 
     @classmethod
@@ -62,19 +71,36 @@ class GraphChannel:
         """Over every unit's entities; a fresh build assembles the walk's arrays at once (a grown
         memory: on the graph's first use)."""
         with given.timed("graph"):
-            policy = given.plan.retrieval.policy if given.plan.retrieval else "flrs"
-            found = unit_entities(given.cut.units, given.texts, given.memo)
-            parents = [u.parent for u in given.cut.units]
-            return cls(found, parents, given.cut.parents, policy).assemble()  # type: ignore[arg-type]
+            return cls._over(given).assemble()
+
+    @classmethod
+    def _over(cls, given: Given) -> GraphChannel:
+        policy: Policy = given.plan.retrieval.policy if given.plan.retrieval else "flrs"  # type: ignore[assignment]
+        cut = given.cut
+        found = unit_entities(cut.units, given.texts, given.memo)
+        parents = [u.parent for u in cut.units]
+        if given.rules.graph_facts == "all":
+            return cls(found, parents, cut.parents, policy)
+        current = with_values(cut.units, given.texts, found)
+        return cls(current, parents, cut.parents, policy, newest_of_slots(cut))
+
+    @property
+    def facts(self) -> str:
+        return "all" if self._current is None else "current"
 
     def grown(self, given: Given, keep: int) -> GraphChannel:
         with given.timed("graph"):
+            if self._current is not None:
+                # A new line may supersede a slot's version or name a value an older line's slot
+                # holds: the current facts are read again over every unit (entities memoised).
+                return self._over(given)
             found = unit_entities(given.cut.units[keep:], given.texts[keep:], given.memo)
             parents = [u.parent for u in given.cut.units]
             return GraphChannel([*self.unit_entities[:keep], *found], parents, given.cut.parents, self.policy)
 
     def ruled(self, given: Given) -> GraphChannel:
-        return self  # its query-time rules (graph_floor, graph_votes) are read by the memory
+        # graph_floor and graph_votes are read by the memory; graph_facts shapes the graph itself.
+        return self if given.rules.graph_facts == self.facts else self._over(given)
 
     def texts_from(self, unit: int) -> Sequence[str]:
         return ()  # it keys the units' own texts
@@ -86,7 +112,18 @@ class GraphChannel:
 
     @functools.cached_property
     def _index(self) -> _GraphIndex:
-        return _GraphIndex(self.unit_entities, self._parents)
+        return _GraphIndex(self._linking_entities(), self._parents)
+
+    def _linking_entities(self) -> Sequence[frozenset[str]]:
+        """What links each unit into the graph: its entities, but under ``current`` nothing for
+        a slot's older versions (its parent links through the newest alone)."""
+        current = self._current
+        if current is None:
+            return self.unit_entities
+        return [
+            ents if current[parent] < 0 or current[parent] == unit else frozenset()
+            for unit, (ents, parent) in enumerate(zip(self.unit_entities, self._unit_parent, strict=True))
+        ]
 
     @property
     def vocabulary(self) -> frozenset[str]:
@@ -156,7 +193,13 @@ class GraphChannel:
                 chosen.append(unit)
                 scores.append(score)
 
+        current = self._current
         for parent in ranked_parents:
+            if current is not None and current[parent] >= 0:
+                add(current[parent], float(mass[parent]))  # the version the reader is shown
+                if len(chosen) >= k:
+                    break
+                continue
             members = self._parents[parent]
             overlap = {u: math.fsum(idf[e] for e in self._entities_of(u) if e in wanted) for u in members}
             best = sorted(members, key=lambda u: (-overlap[u], u))
@@ -254,3 +297,33 @@ def unit_entities(units: Sequence[Unit], texts: Sequence[str], memo: Memo) -> li
     """Each unit's entities (from its retrieval text), and on a numbered log its slot."""
     found = memo.many("entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES)
     return [ents | {unit.slot} if unit.slot else ents for unit, ents in zip(units, found, strict=True)]
+
+
+def with_values(
+    units: Sequence[Unit], texts: Sequence[str], found: Sequence[frozenset[str]]
+) -> list[frozenset[str]]:
+    """``found`` with, on each fact line, its value, and every line's values named in its slot:
+    the link from a fact to the facts about its value, which capitalised names alone miss
+    ("the sport of baseball" to "baseball was created in ...")."""
+    values = [
+        fact[1] if unit.slot and (fact := slots.slot_and_value(text)) else None
+        for unit, text in zip(units, texts, strict=True)
+    ]
+    known = frozenset(v for v in values if v)
+    out = []
+    for unit, ents, value in zip(units, found, values, strict=True):
+        if unit.slot is None:
+            out.append(ents)
+            continue
+        named = query_entities(unit.slot, known)
+        out.append(ents | {value} | set(named) if value else ents | set(named))
+    return out
+
+
+def newest_of_slots(cut: Cut) -> list[int]:
+    """Each parent's newest version (the one assembly shows) where the parent is a slot, else -1."""
+    out = []
+    for members in cut.parents:
+        first = cut.units[members[0]]
+        out.append(newest_version(cut, first) if first.slot is not None and first.serial is not None else -1)
+    return out

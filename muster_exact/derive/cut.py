@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -378,3 +378,16 @@ def _units(groups: list[list[_Piece]], first: int, size: int) -> list[Unit]:
 
 def _grouped_parents(n_units: int, size: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(range(first, min(first + size, n_units))) for first in range(0, n_units, size))
+
+
+def newest_version(cut: Cut, unit: Unit, allowed: Collection[int] | None = None) -> int:
+    """The highest-serial line of the unit's slot (itself if it has no slot); of the ``allowed``
+    units only, when given (a filtered read)."""
+    if unit.serial is None or unit.slot is None:
+        return unit.id
+    versions = [
+        cut.units[u]
+        for u in cut.parents[unit.parent]
+        if cut.units[u].serial is not None and (allowed is None or u in allowed)
+    ]
+    return max(versions, key=lambda u: (u.serial or 0, u.id)).id

@@ -77,6 +77,7 @@ class Retrieval:
     floor_order: str = "fused"
     graph_floor: str = "always"
     graph_votes: str = "always"
+    graph_facts: str = "all"  # a plan from before the rule kept every version in the graph
     channels: str = "dense,bm25,graph"  # a plan from before the channels rule ran the paper's three
 
 

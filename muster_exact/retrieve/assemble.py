@@ -9,12 +9,12 @@ Every unit's text is the store's own text, verbatim.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from muster_exact.channels import Proposals
-from muster_exact.derive.cut import Cut, Unit
+from muster_exact.derive.cut import Cut, Unit, newest_version
 from muster_exact.derive.plan import Plan
 from muster_exact.retrieve.rerank import Ranking
 from muster_exact.retrieve.select import Selected
@@ -127,19 +127,6 @@ def shown_text(cut: Cut, unit: Unit, allowed: Candidates | None = None) -> str:
     parts = [cut.source.records[r] for r in unit.records if r in allowed.records]
     text = cut.source.text
     return "\n".join(text[max(r.start, unit.start) : min(r.end, unit.end)] for r in parts)
-
-
-def newest_version(cut: Cut, unit: Unit, allowed: Collection[int] | None = None) -> int:
-    """The highest-serial line of the unit's slot (itself if it has no slot); of the ``allowed``
-    units only, when given (a filtered read)."""
-    if unit.serial is None or unit.slot is None:
-        return unit.id
-    versions = [
-        cut.units[u]
-        for u in cut.parents[unit.parent]
-        if cut.units[u].serial is not None and (allowed is None or u in allowed)
-    ]
-    return max(versions, key=lambda u: (u.serial or 0, u.id)).id
 
 
 def assemble(

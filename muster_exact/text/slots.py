@@ -24,7 +24,7 @@ delete a true fact, so every doubt falls on the side of not merging.
 
 from __future__ import annotations
 
-from muster_exact.text.entities import NAME_JOINERS
+from muster_exact.text.entities import NAME_JOINERS, normalise
 
 MAX_WORDS = 40
 # Words that may sit inside a capitalised value: "University of Oxford", "Kingdom of the
@@ -82,6 +82,14 @@ def _names_an_attribute(words: list[str], lowered: list[str], end: int) -> bool:
 
 def slot_of(body: str) -> str | None:
     """The slot key of a fact line (serial already stripped), or None."""
+    fact = slot_and_value(body)
+    return None if fact is None else fact[0]
+
+
+def slot_and_value(body: str) -> tuple[str, str] | None:
+    """The slot key and the value of a fact line (serial already stripped), lower-cased with
+    spaces folded, or None where the line has no slot. The value is what the line sets its slot
+    to: "Steve Sax is associated with the sport of baseball." -> "baseball"."""
     kept = body.rstrip().rstrip(_TRAILING_PUNCT)
     words = kept.split()
     if len(words) < 3 or len(words) > MAX_WORDS:
@@ -97,4 +105,5 @@ def slot_of(body: str) -> str | None:
     slot = [w.strip(",;:") for w in lowered[:start]]
     while slot and slot[-1] in _ARTICLES:
         slot.pop()  # "the city of the X" and "the city of X" are one attribute
-    return " ".join(w for w in slot if w) or None
+    key = " ".join(w for w in slot if w)
+    return (key, normalise(" ".join(lowered[start:]))) if key else None

@@ -256,6 +256,35 @@ def test_the_graph_votes_only_where_parents_are_slots_under_native_rules(cache) 
     assert rules.EXACT.graph_votes == "always"
 
 
+def test_graph_facts_rule_reshapes_the_graph_without_a_new_build(cache) -> None:
+    lines = [f"{i}. The capital of Country{i} is City{i}." for i in range(40)]
+    lines += [
+        "40. Steve Sax is associated with the sport of baseball.",
+        "41. Steve Sax is associated with the sport of cricket.",
+        "42. cricket was created in the country of England.",
+    ]
+    facts = build("\n".join(lines), models="cpu-small", cache=cache)
+    query = "Which country is the birthplace of the sport associated with Steve Sax?"
+    assert facts.plan.parent_rule == "slot"
+    assert facts.rules.graph_facts == "current" and facts.plan.retrieval.graph_facts == "current"
+    assert "graph facts current" in explain(facts.plan)
+    every = facts.with_rules(graph_facts="all")  # a query-time rule: the same cut and vectors
+    assert every.embedded == facts.embedded and every.cut is facts.cut
+    texts = facts.unit_texts
+    now = [texts[u] for u in facts.channel("graph").propose(query, 20).units]
+    before = [texts[u] for u in every.channel("graph").propose(query, 20).units]
+    assert now[:2] == [
+        "Steve Sax is associated with the sport of cricket.",
+        "cricket was created in the country of England.",
+    ]
+    assert "cricket was created in the country of England." not in before
+    # Back again: the same graph as the build's.
+    assert every.with_rules(graph_facts="current").channel("graph").propose(query, 20).units == tuple(
+        texts.index(t) for t in now
+    )
+    assert rules.EXACT.graph_facts == "all"
+
+
 def test_channels_by_name_and_the_ablations_composed_of_public_steps(cache) -> None:
     memory = build(CHAT, models="cpu-small", cache=cache, units=4)
     assert list(memory.channels()) == CHANNELS.names() == ["dense", "bm25", "graph"]

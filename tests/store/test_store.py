@@ -58,8 +58,10 @@ def fact_records(limit: int) -> tuple[list[str], list[str]]:
     assert root is not None
     rows = json.loads((root / "memoryagentbench/data/Conflict_Resolution.json").read_text())
     row = next(r for r in rows if r["metadata"]["source"] == "factconsolidation_sh_6k")
+    # Two multi-hop questions of the same context too: the walk past a slot's value (decision 0199).
+    hops = next(r for r in rows if r["metadata"]["source"] == "factconsolidation_mh_6k")
     lines = [line for line in row["context"].split("\n") if line.strip()]
-    return lines[:limit], row["questions"][:3]
+    return lines[:limit], [*row["questions"][:3], *hops["questions"][:2]]
 
 
 def beam_records(limit: int) -> tuple[list[dict], list[str]]:
