@@ -31,6 +31,13 @@ EXIT = {signal.SIGTERM: 0, signal.SIGINT: 130}  # a stop asked for is a clean ex
 SAID = {signal.SIGTERM: "stopped by SIGTERM", signal.SIGINT: "muster: interrupted"}
 
 
+def as_from_a_terminal() -> None:
+    """The server's SIGINT as a terminal's ^C finds it. A test run started in the background
+    (``make test &``, ``nohup``) starts every child with SIGINT ignored; uvicorn still stops on it,
+    then restores "ignored" and raises it again into nothing, so the exit would be 0, not 130."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stopped(process: subprocess.Popen[bytes], sig: signal.Signals) -> int:
     process.send_signal(sig)
     try:
@@ -45,7 +52,7 @@ def stopped(process: subprocess.Popen[bytes], sig: signal.Signals) -> int:
 def test_http_closes_the_store_on_a_stop_signal(tmp_path: Path, sig: signal.Signals) -> None:
     (tmp_path / "store").mkdir()
     store = tmp_path / "store" / "agent.muster"
-    server = Server(store)
+    server = Server(store, preexec_fn=as_from_a_terminal)
     try:
         record = {"records": ["The key is in the drawer."]}
         reply = httpx.post(f"{server.url}/v1/add", json=record, timeout=60)
