@@ -82,14 +82,21 @@ def _names_an_attribute(words: list[str], lowered: list[str], end: int) -> bool:
 
 def slot_of(body: str) -> str | None:
     """The slot key of a fact line (serial already stripped), or None."""
-    fact = slot_and_value(body)
-    return None if fact is None else fact[0]
+    split = _split(body)
+    return None if split is None else split[0]
 
 
 def slot_and_value(body: str) -> tuple[str, str] | None:
     """The slot key and the value of a fact line (serial already stripped), lower-cased with
     spaces folded, or None where the line has no slot. The value is what the line sets its slot
     to: "Steve Sax is associated with the sport of baseball." -> "baseball"."""
+    split = _split(body)
+    return None if split is None else (split[0], normalise(" ".join(split[1])))
+
+
+def _split(body: str) -> tuple[str, list[str]] | None:
+    """The slot key and the value's lower-cased words, or None. The value is left in words so
+    the cut, which reads only the slot of every line, does not pay for joining it."""
     kept = body.rstrip().rstrip(_TRAILING_PUNCT)
     words = kept.split()
     if len(words) < 3 or len(words) > MAX_WORDS:
@@ -106,4 +113,4 @@ def slot_and_value(body: str) -> tuple[str, str] | None:
     while slot and slot[-1] in _ARTICLES:
         slot.pop()  # "the city of the X" and "the city of X" are one attribute
     key = " ".join(w for w in slot if w)
-    return (key, normalise(" ".join(lowered[start:]))) if key else None
+    return (key, lowered[start:]) if key else None
