@@ -54,16 +54,19 @@ class GraphChannel:
         parents: Sequence[Sequence[int]],
         policy: Policy = "flrs",
         current: Sequence[int] | None = None,
+        facts: str = "all",
     ) -> None:
         """The channel over these units; its arrays are assembled on first use (:meth:`assemble`),
         so a grown memory whose rules never ask the graph (group parents under native rules)
-        does not pay for them on every read. ``current``: under ``graph_facts = current``, each
-        parent's newest version where it is a slot, else -1 (None: every version counts)."""
+        does not pay for them on every read. ``facts``: the ``graph_facts`` rule it was made under;
+        ``current``: under ``current`` on slot parents, each parent's newest version where it is a
+        slot, else -1 (None: every version counts, as it does where no parent is a slot)."""
         self.policy = policy
         self.unit_entities = list(unit_entities)  # as given (a grown memory extends them)
         self._parents = [tuple(p) for p in parents]
         self._unit_parent = list(unit_parent)
         self._current = None if current is None else list(current)
+        self.facts = facts
         self._proposed: Recent[Proposals] = Recent()
 
     @classmethod
@@ -79,24 +82,22 @@ class GraphChannel:
         cut = given.cut
         found = unit_entities(cut.units, given.texts, given.memo)
         parents = [u.parent for u in cut.units]
-        if given.rules.graph_facts == "all":
-            return cls(found, parents, cut.parents, policy)
+        facts = given.rules.graph_facts
+        if not _reads_current_facts(given, facts):
+            return cls(found, parents, cut.parents, policy, facts=facts)
         current = with_values(cut.units, given.texts, found)
-        return cls(current, parents, cut.parents, policy, newest_of_slots(cut))
-
-    @property
-    def facts(self) -> str:
-        return "all" if self._current is None else "current"
+        return cls(current, parents, cut.parents, policy, newest_of_slots(cut), facts)
 
     def grown(self, given: Given, keep: int) -> GraphChannel:
         with given.timed("graph"):
-            if self._current is not None:
+            if _reads_current_facts(given, self.facts):
                 # A new line may supersede a slot's version or name a value an older line's slot
                 # holds: the current facts are read again over every unit (entities memoised).
                 return self._over(given)
             found = unit_entities(given.cut.units[keep:], given.texts[keep:], given.memo)
             parents = [u.parent for u in given.cut.units]
-            return GraphChannel([*self.unit_entities[:keep], *found], parents, given.cut.parents, self.policy)
+            entities_now = [*self.unit_entities[:keep], *found]
+            return GraphChannel(entities_now, parents, given.cut.parents, self.policy, facts=self.facts)
 
     def ruled(self, given: Given) -> GraphChannel:
         # graph_floor and graph_votes are read by the memory; graph_facts shapes the graph itself.
@@ -297,6 +298,12 @@ def unit_entities(units: Sequence[Unit], texts: Sequence[str], memo: Memo) -> li
     """Each unit's entities (from its retrieval text), and on a numbered log its slot."""
     found = memo.many("entities", texts, lambda new: [frozenset(entities.extract(t)) for t in new], ENTITIES)
     return [ents | {unit.slot} if unit.slot else ents for unit, ents in zip(units, found, strict=True)]
+
+
+def _reads_current_facts(given: Given, facts: str) -> bool:
+    """Whether the graph is one of current facts: under that rule, and only where parents are
+    slots (elsewhere no unit has versions or a value, and a grown graph adds only its new units)."""
+    return facts == "current" and given.plan.parent_rule == "slot"
 
 
 def with_values(

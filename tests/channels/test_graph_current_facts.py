@@ -37,7 +37,7 @@ def _graph(facts: str) -> tuple[GraphChannel, list[str]]:
         return GraphChannel(found, [u.parent for u in cut.units], cut.parents), texts
     current = with_values(cut.units, texts, found)
     return GraphChannel(
-        current, [u.parent for u in cut.units], cut.parents, "flrs", newest_of_slots(cut)
+        current, [u.parent for u in cut.units], cut.parents, "flrs", newest_of_slots(cut), "current"
     ), texts
 
 
