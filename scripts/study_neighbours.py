@@ -1,0 +1,153 @@
+"""Neighbours of a strong hit: measured on the record stores, not adopted (issue 28, decision 0200).
+
+The issue's lever "evidence that spans neighbouring turns across a unit boundary (the adjacent
+unit of a strong hit, under the same token budget)", as sentence-window expansion with a window
+of one unit each side, in two forms. Both keep native's floors (each channel's own order) and
+change only the fill, so the read takes the same U units:
+
+* ``top``: the fill takes the best fused unit and its two stored-order neighbours first, then
+  the fused order;
+* ``every``: the fill takes, in fused order, each unit and then its two neighbours.
+
+Native (``muster_native``, cpu-small) against each, paired per question, with BM25 on native's
+units at native's tokens for scale. Record stores only: a numbered log's neighbours are unrelated
+facts. Kept apart from ``study_cpu_retrieval.py`` so that adding it did not change that study's
+code hash (its finished stores stay valid).
+
+    python scripts/study_neighbours.py --data ../shared/data --out results/study/neighbours.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from study_cpu_retrieval import BENCHMARKS, stores  # noqa: E402
+
+from harness.benchmarks.metrics import question_scores  # noqa: E402
+from harness.data import DataRoot  # noqa: E402
+from harness.tables import bootstrap_ci  # noqa: E402
+from muster_exact import rules  # noqa: E402
+from muster_exact.memory import Memory, build, variants  # noqa: E402
+from muster_exact.retrieve.assemble import Context  # noqa: E402
+from muster_exact.retrieve.rerank import Ranking  # noqa: E402
+from muster_exact.retrieve.select import Selected  # noqa: E402
+
+Fill = Callable[[Ranking], Iterator[int]]
+
+
+def top_first(ranking: Ranking) -> Iterator[int]:
+    if ranking.order:
+        top = ranking.order[0]
+        yield from (top, top - 1, top + 1)
+    yield from ranking.order
+
+
+def every_unit(ranking: Ranking) -> Iterator[int]:
+    for unit in ranking.order:
+        yield from (unit, unit - 1, unit + 1)
+
+
+FILLS: dict[str, Fill] = {"neighbours of the top unit": top_first, "neighbours of every unit": every_unit}
+
+
+def with_fill(memory: Memory, query: str, units: int, fill: Fill) -> Context:
+    """Native's read with the floors as the library takes them and the fill in ``fill``'s order."""
+    query, units_read = memory.checked(query, units)
+    proposals, _ = memory.proposals(query, units_read)
+    ranking = memory.rank(query, proposals)
+    floors = memory.floors(query, units_read)
+    chosen = [s for s in memory.select(proposals, ranking, floors, units_read) if s.reason != "fill"]
+    taken = {s.unit for s in chosen}
+    for unit in fill(ranking):
+        if len(chosen) == units_read:
+            break
+        if 0 <= unit < len(memory.cut.units) and unit not in taken:
+            taken.add(unit)
+            chosen.append(Selected(unit, "fill"))
+    return memory.assemble(query, chosen, ranking, proposals, units_read=units_read)
+
+
+def scores(benchmark: str, data: DataRoot, units: Sequence[int]) -> dict[tuple[str, int], list[float]]:
+    spec = BENCHMARKS[benchmark]
+    out: dict[tuple[str, int], list[float]] = {}
+    for store in stores(benchmark, data, None):
+        memory = build(store.source, preset=spec.preset, models="cpu-small", rules=rules.NATIVE)
+        print(f"{benchmark} {store.name}", file=sys.stderr, flush=True)
+        for question in store.questions:
+            if not question.evidence:
+                continue
+            for u in units:
+                native = memory.context(question.text, u)
+                contexts = {
+                    "muster_native": native,
+                    "bm25 (standard analyser)": variants.context(
+                        memory, "bm25", question.text, budget=native.tokens
+                    ),
+                }
+                contexts |= {name: with_fill(memory, question.text, u, fill) for name, fill in FILLS.items()}
+                for name, context in contexts.items():
+                    value = question_scores(question, context.text, context.record_ids)["evidence_recall"]
+                    out.setdefault((name, u), []).append(float(value))  # type: ignore[arg-type]
+    return out
+
+
+def table(benchmark: str, got: dict[tuple[str, int], list[float]], units: Sequence[int]) -> list[str]:
+    n = len(got[("muster_native", units[0])])
+    lines = [f"## {benchmark} (evidence_recall, {n} questions)", ""]
+    lines += ["| variant | U | mean | minus native | better / worse / equal |", "|---|---|---|---|---|"]
+    for name in ["muster_native", *FILLS, "bm25 (standard analyser)"]:
+        for u in units:
+            values = np.asarray(got[(name, u)])
+            if name == "muster_native":
+                lines.append(f"| {name} | {u} | {values.mean():.4f} | | |")
+                continue
+            difference = values - np.asarray(got[("muster_native", u)])
+            low, high = bootstrap_ci(difference.tolist())
+            better, worse = int((difference > 0).sum()), int((difference < 0).sum())
+            lines.append(
+                f"| {name} | {u} | {values.mean():.4f} | {100 * difference.mean():+.2f} "
+                f"[{100 * low:+.2f}, {100 * high:+.2f}] | {better} / {worse} / {n - better - worse} |"
+            )
+    return [*lines, ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
+    parser.add_argument("--benchmarks", default="locomo,locomo_refined,beam")
+    parser.add_argument("--units", default="10,20,40")
+    parser.add_argument("--out", default=None, help="markdown report (default: print only)")
+    args = parser.parse_args()
+    data = DataRoot.open(args.data, REPO / "manifests" / "data.json")
+    units = [int(u) for u in args.units.split(",")]
+    lines = [
+        "# Neighbours of a strong hit (issue 28; measured, not adopted: decision 0200)",
+        "",
+        "cpu-small, native rules, evidence recall. Each variant minus `muster_native`, paired per "
+        "question (95% bootstrap interval, points; better / worse / equal). BM25 on native's units "
+        "reads at native's tokens for the same question, for scale (the comparison tables read "
+        "at the larger of exact's and native's). Generated by `scripts/study_neighbours.py`.",
+        "",
+    ]
+    for benchmark in args.benchmarks.split(","):
+        lines += table(benchmark, scores(benchmark, data, units), units)
+    report = "\n".join(lines)
+    if args.out:
+        Path(args.out).write_text(report, encoding="utf-8")
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
