@@ -7,6 +7,8 @@ change only the fill, so the read takes the same U units:
 
 * ``top``: the fill takes the best fused unit and its two stored-order neighbours first, then
   the fused order;
+* ``top``, across record boundaries only: as ``top``, but a neighbour holding part of a record of
+  the top unit is not taken first;
 * ``every``: the fill takes, in fused order, each unit and then its two neighbours.
 
 Native (``muster_native``, cpu-small) against each, paired per question, with BM25 on native's
@@ -42,22 +44,39 @@ from muster_exact.retrieve.assemble import Context  # noqa: E402
 from muster_exact.retrieve.rerank import Ranking  # noqa: E402
 from muster_exact.retrieve.select import Selected  # noqa: E402
 
-Fill = Callable[[Ranking], Iterator[int]]
+Fill = Callable[[Memory, Ranking], Iterator[int]]
 
 
-def top_first(ranking: Ranking) -> Iterator[int]:
+def top_first(memory: Memory, ranking: Ranking) -> Iterator[int]:
     if ranking.order:
         top = ranking.order[0]
         yield from (top, top - 1, top + 1)
     yield from ranking.order
 
 
-def every_unit(ranking: Ranking) -> Iterator[int]:
+def top_first_across_records(memory: Memory, ranking: Ranking) -> Iterator[int]:
+    """As ``top_first``, but a neighbour holding part of a record of the top unit (the rest of a
+    message longer than a unit) is not taken first: only a neighbour across a record boundary."""
+    units = memory.cut.units
+    if ranking.order:
+        top = ranking.order[0]
+        yield top
+        for near in (top - 1, top + 1):
+            if 0 <= near < len(units) and not set(units[near].records) & set(units[top].records):
+                yield near
+    yield from ranking.order
+
+
+def every_unit(memory: Memory, ranking: Ranking) -> Iterator[int]:
     for unit in ranking.order:
         yield from (unit, unit - 1, unit + 1)
 
 
-FILLS: dict[str, Fill] = {"neighbours of the top unit": top_first, "neighbours of every unit": every_unit}
+FILLS: dict[str, Fill] = {
+    "neighbours of the top unit": top_first,
+    "neighbours of the top unit, across record boundaries only": top_first_across_records,
+    "neighbours of every unit": every_unit,
+}
 
 
 def with_fill(memory: Memory, query: str, units: int, fill: Fill) -> Context:
@@ -68,7 +87,7 @@ def with_fill(memory: Memory, query: str, units: int, fill: Fill) -> Context:
     floors = memory.floors(query, units_read)
     chosen = [s for s in memory.select(proposals, ranking, floors, units_read) if s.reason != "fill"]
     taken = {s.unit for s in chosen}
-    for unit in fill(ranking):
+    for unit in fill(memory, ranking):
         if len(chosen) == units_read:
             break
         if 0 <= unit < len(memory.cut.units) and unit not in taken:
