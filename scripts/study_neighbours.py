@@ -2,12 +2,12 @@
 
 The issue's lever "evidence that spans neighbouring turns across a unit boundary (the adjacent
 unit of a strong hit, under the same token budget)", as sentence-window expansion with a window
-of one unit each side, in two forms. Both keep native's floors (each channel's own order) and
-change only the fill, so the read takes the same U units:
+of one unit each side, in three forms. Each keeps native's floors (each channel's own order) and
+changes only the fill, so the read takes the same U units:
 
 * ``top``: the fill takes the best fused unit and its two stored-order neighbours first, then
   the fused order;
-* ``top``, across record boundaries only: as ``top``, but a neighbour holding part of a record of
+* ``top`` across record boundaries only: as ``top``, but a neighbour holding part of a record of
   the top unit is not taken first;
 * ``every``: the fill takes, in fused order, each unit and then its two neighbours.
 
