@@ -33,11 +33,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from study_cpu_retrieval import BENCHMARKS, stores  # noqa: E402
+from study_cpu_retrieval import BENCHMARKS, BM25_ROW, NATIVE_ROW, _paired, _scored, stores  # noqa: E402
 
 from harness.benchmarks.metrics import question_scores  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
-from harness.tables import bootstrap_ci  # noqa: E402
 from muster_exact import rules  # noqa: E402
 from muster_exact.memory import Memory, build, variants  # noqa: E402
 from muster_exact.retrieve.assemble import Context  # noqa: E402
@@ -103,15 +102,13 @@ def scores(benchmark: str, data: DataRoot, units: Sequence[int]) -> dict[tuple[s
         memory = build(store.source, preset=spec.preset, models="cpu-small", rules=rules.NATIVE)
         print(f"{benchmark} {store.name}", file=sys.stderr, flush=True)
         for question in store.questions:
-            if not question.evidence:
+            if not _scored(question, "evidence_recall"):
                 continue
             for u in units:
                 native = memory.context(question.text, u)
                 contexts = {
-                    "muster_native": native,
-                    "bm25 (standard analyser)": variants.context(
-                        memory, "bm25", question.text, budget=native.tokens
-                    ),
+                    NATIVE_ROW: native,
+                    BM25_ROW: variants.context(memory, "bm25", question.text, budget=native.tokens),
                 }
                 contexts |= {name: with_fill(memory, question.text, u, fill) for name, fill in FILLS.items()}
                 for name, context in contexts.items():
@@ -121,22 +118,15 @@ def scores(benchmark: str, data: DataRoot, units: Sequence[int]) -> dict[tuple[s
 
 
 def table(benchmark: str, got: dict[tuple[str, int], list[float]], units: Sequence[int]) -> list[str]:
-    n = len(got[("muster_native", units[0])])
+    n = len(got[(NATIVE_ROW, units[0])])
     lines = [f"## {benchmark} (evidence_recall, {n} questions)", ""]
     lines += ["| variant | U | mean | minus native | better / worse / equal |", "|---|---|---|---|---|"]
-    for name in ["muster_native", *FILLS, "bm25 (standard analyser)"]:
+    for name in [NATIVE_ROW, *FILLS, BM25_ROW]:
         for u in units:
-            values = np.asarray(got[(name, u)])
-            if name == "muster_native":
-                lines.append(f"| {name} | {u} | {values.mean():.4f} | | |")
-                continue
-            difference = values - np.asarray(got[("muster_native", u)])
-            low, high = bootstrap_ci(difference.tolist())
-            better, worse = int((difference > 0).sum()), int((difference < 0).sum())
-            lines.append(
-                f"| {name} | {u} | {values.mean():.4f} | {100 * difference.mean():+.2f} "
-                f"[{100 * low:+.2f}, {100 * high:+.2f}] | {better} / {worse} / {n - better - worse} |"
-            )
+            mean = np.mean(got[(name, u)])
+            # The study's paired cell, read the other way round: this row minus native.
+            paired = "|" if name == NATIVE_ROW else _paired(got[(name, u)], got[(NATIVE_ROW, u)])
+            lines.append(f"| {name} | {u} | {mean:.4f} | {paired} |")
     return [*lines, ""]
 
 
