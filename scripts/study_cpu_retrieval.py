@@ -67,7 +67,6 @@ from muster_exact.memory import (  # noqa: E402
 )
 from muster_exact.retrieve.assemble import Context  # noqa: E402
 from muster_exact.retrieve.rerank import fuse  # noqa: E402
-from muster_exact.text.tokens import resource_dir  # noqa: E402
 
 BEAM_1M_SUBSET = ("3", "6", "8", "10", "32")
 BEAM_1M_HELD_OUT = ("4", "7", "9", "31")
@@ -272,15 +271,29 @@ def _code_sha256() -> str:
     return code.hexdigest()
 
 
+KEPT = REPO / "results" / "study" / "stores"
+
+
 def _kept_path(task: Task) -> Path:
-    what = json.dumps([_code_sha256(), dataclasses.asdict(task) | {"data": None}], sort_keys=True)
-    return resource_dir() / "study" / f"{hashlib.sha256(what.encode()).hexdigest()[:24]}.json"
+    """One file per store and task, committed with the report: a run of several hours outlives the
+    machine it started on, and a checkout that holds a store's file resumes after it. The task's
+    digest in the name keeps a run over some variants or questions from replacing the full run's."""
+    what = hashlib.sha256(json.dumps(_kept_task(task), sort_keys=True).encode()).hexdigest()[:8]
+    return KEPT / f"{task.benchmark}-{task.index + 1:02d}-{what}.json"
+
+
+def _kept_task(task: Task) -> dict:
+    return dataclasses.asdict(task) | {"data": None}  # where the data lives is not what was scored
 
 
 def _kept(task: Task) -> Scores | None:
+    """The store's scores if its file was written by this code (library and study scripts) for this
+    task (variants, U, question limit); otherwise None, and the store is scored again."""
     try:
         saved = json.loads(_kept_path(task).read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+    if saved.get("code") != _code_sha256() or saved.get("task") != json.loads(json.dumps(_kept_task(task))):
         return None
     rows = {name: {int(u): values for u, values in by_u.items()} for name, by_u in saved["rows"].items()}
     return Scores(rows, saved["categories"])
@@ -290,7 +303,8 @@ def _keep(task: Task, scores: Scores) -> None:
     path = _kept_path(task)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".part")
-    partial.write_text(json.dumps(dataclasses.asdict(scores)), encoding="utf-8")
+    kept = {"code": _code_sha256(), "task": _kept_task(task)} | dataclasses.asdict(scores)
+    partial.write_text(json.dumps(kept) + "\n", encoding="utf-8")
     partial.replace(path)  # whole or absent
 
 
