@@ -69,10 +69,18 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=10)
     parser.add_argument("--out", default=None, help="markdown report (default: print only)")
     args = parser.parse_args()
+    names = args.benchmarks.split(",")
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        raise SystemExit(f"unknown benchmarks {', '.join(unknown)}; use some of {', '.join(BENCHMARKS)}")
+    by_answers = [n for n in names if BENCHMARKS[n].metric != "evidence_recall"]
+    if by_answers:
+        raise SystemExit(f"{', '.join(by_answers)}: scored by answers, not by evidence turns; leave out")
     data = DataRoot.open(args.data, REPO / "manifests" / "data.json")
-    tallies = {name: _tallies(name, data, args.units) for name in args.benchmarks.split(",")}
+    tallies = {name: _tallies(name, data, args.units) for name in names}
     report = _markdown(tallies, args.units)
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(report, encoding="utf-8")
     else:
         print(report)
@@ -80,8 +88,6 @@ def main() -> None:
 
 def _tallies(benchmark: str, data: DataRoot, units: int) -> dict[str, Tally]:
     """Per category of the benchmark's labels: where each evidence turn is."""
-    if BENCHMARKS[benchmark].metric != "evidence_recall":
-        raise SystemExit(f"{benchmark} is scored by its answers, not by evidence turns")
     chosen = [v for v in VARIANTS if v.name in (NATIVE_ROW, BM25_ROW)]
     by_category: dict[str, Tally] = defaultdict(Tally)
     for store in stores(benchmark, data, None):
