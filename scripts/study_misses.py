@@ -33,15 +33,16 @@ from study_cpu_retrieval import (
     NATIVE_ROW,
     REPO,
     VARIANTS,
-    E,
     N,
+    Variant,
+    _contexts,
     _memories,
     _scored,
     stores,
 )
 
 from harness.data import DataRoot
-from muster_exact.memory import Memory, variants
+from muster_exact.memory import Memory
 from muster_exact.retrieve.assemble import record_label
 
 # The last: an evidence id naming no record of the store (a label error of the benchmark).
@@ -58,6 +59,12 @@ class Tally:
     @property
     def turns(self) -> int:
         return sum(self.places.values())
+
+    def add(self, other: Tally) -> None:
+        self.questions += other.questions
+        self.places.update(other.places)
+        self.bm25_only += other.bm25_only
+        self.native_only += other.native_only
 
 
 def main() -> None:
@@ -92,11 +99,10 @@ def _tallies(benchmark: str, data: DataRoot, units: int) -> dict[str, Tally]:
     by_category: dict[str, Tally] = defaultdict(Tally)
     for store in stores(benchmark, data, None):
         memories = _memories(store, benchmark, chosen)
-        native, exact = memories[(N, None)], memories[(E, None)]
-        units_of = _units_by_record(native)
+        units_of = _units_by_record(memories[(N, None)])
         for question in store.questions:
             if _scored(question, "evidence_recall"):
-                _count(by_category[str(question.category)], question, native, exact, units, units_of)
+                _count(by_category[str(question.category)], question, memories, chosen, units, units_of)
         print(f"{benchmark}: {store.name} done", file=sys.stderr, flush=True)
     return dict(sorted(by_category.items()))
 
@@ -111,15 +117,19 @@ def _units_by_record(memory: Memory) -> dict[str, set[int]]:
 
 
 def _count(
-    tally: Tally, question, native: Memory, exact: Memory, units: int, units_of: dict[str, set[int]]
+    tally: Tally,
+    question,
+    memories: dict[tuple, Memory],
+    chosen: list[Variant],
+    units: int,
+    units_of: dict[str, set[int]],
 ) -> None:
-    context = native.context(question.text, units)
-    budget = max(exact.context(question.text, units).tokens, context.tokens)
-    bm25 = variants.context(native, "bm25", question.text, budget=budget)
+    contexts = _contexts(memories, chosen, question.text, units)  # the study's budget rule
+    native = memories[(N, None)]
     _, units_read = native.checked(question.text, units)
     proposals, _ = native.proposals(question.text, units_read)
     proposed = {u for p in proposals for u in p.units}
-    shown, bm25_shown = set(context.record_ids), set(bm25.record_ids)
+    shown, bm25_shown = set(contexts[NATIVE_ROW].record_ids), set(contexts[BM25_ROW].record_ids)
     tally.questions += 1
     for turn in set(question.evidence):
         if turn in shown:
@@ -149,10 +159,7 @@ def _markdown(tallies: dict[str, dict[str, Tally]], units: int) -> str:
     for benchmark, by_category in tallies.items():
         total = Tally()
         for tally in by_category.values():
-            total.questions += tally.questions
-            total.places.update(tally.places)
-            total.bm25_only += tally.bm25_only
-            total.native_only += tally.native_only
+            total.add(tally)
         lines += [
             f"## {benchmark}",
             "",
