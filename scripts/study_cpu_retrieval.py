@@ -189,7 +189,7 @@ def main() -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(os.cpu_count() or 1, 8),
+        default=min(_usable_cores(), 8),
         help="worker processes, each holding one store's builds (default: the cores, at most 8)",
     )
     parser.add_argument(
@@ -236,7 +236,7 @@ def _scored_stores(tasks: list[Task], jobs: int) -> dict[tuple[str, int], Scores
     todo = sorted((t for t in tasks if (t.benchmark, t.index) not in done), key=_size, reverse=True)
     print(f"{len(done)} of {len(tasks)} stores already scored by this code", file=sys.stderr, flush=True)
     workers = max(1, jobs)
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, _usable_cores() // workers)
     with ProcessPoolExecutor(workers, initializer=_blas_threads, initargs=(threads,)) as pool:
         futures = {pool.submit(_store_scores, task): task for task in todo}
         for future in as_completed(futures):
@@ -250,6 +250,11 @@ def _scored_stores(tasks: list[Task], jobs: int) -> dict[tuple[str, int], Scores
                 flush=True,
             )
     return done
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's share, not the host's)."""
+    return len(os.sched_getaffinity(0))
 
 
 def _blas_threads(threads: int) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from muster_exact.cache.vectors import use_wal
 from muster_exact.core.errors import MusterError
 
 log = logging.getLogger(__name__)
@@ -151,7 +152,7 @@ class ResponseCache:
             self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
             if adopt:
                 self._db.execute(f"PRAGMA application_id = {CACHE_APPLICATION_ID}")
-            self._db.execute("PRAGMA journal_mode=WAL")
+            use_wal(self._db, wait_s=30)
             self._db.execute(REPLIES_SCHEMA)
             self._db.commit()
 

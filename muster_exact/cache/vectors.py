@@ -17,6 +17,7 @@ import logging
 import sqlite3
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +59,34 @@ def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3
         target, uri = f"file:{quote(str(path.absolute()))}?{query}", True
     db: sqlite3.Connection = sqlite3.connect(target, uri=uri, **options)
     return db
+
+
+def use_wal(db: sqlite3.Connection, wait_s: float) -> None:
+    """Put ``db``'s file in write-ahead-log mode, waiting up to ``wait_s`` for other connections.
+
+    The switch from a rollback journal needs the file to itself, and SQLite gives it up at once,
+    without its busy handler (an error, or the old mode answered), while another connection reads
+    or switches the same new file: many processes opening one new store or cache together. So it is
+    tried again; once one of them has switched, the rest find the file in WAL and change nothing.
+    """
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            mode = None
+        if mode == "wal":
+            return
+        if time.monotonic() >= deadline:
+            raise sqlite3.OperationalError(
+                f"the file stays in journal mode {mode or 'unknown'}: other connections held it "
+                f"for {wait_s:g} s; retry when they are done"
+            )
+        time.sleep(pause)
+        pause = min(2 * pause, 0.1)
 
 
 def database_errors() -> tuple[type[Exception], ...]:
@@ -106,7 +135,7 @@ class _Table:
         self._db = connect(path, access, timeout=60, check_same_thread=False)
         if self.writable:
             if path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
+                use_wal(self._db, wait_s=60)
             self._db.executescript(schema)
 
     def _select_in(self, select: str, fixed: Sequence[Any], keys: Sequence[str]) -> list[Any]:

@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access, database_errors
+from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access, database_errors, use_wal
 from muster_exact.core.errors import StoreCorrupt, StoreError, StoreFull, StoreReadOnly
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ def prepare(db: sqlite3.Connection, path: Path, access: Access) -> None:
         tables = _created(db, path)
     _check_and_migrate(db, path, _check_not_foreign(db, path, tables), access)
     if access == "rw":
-        db.execute("PRAGMA journal_mode=WAL")
+        use_wal(db, wait_s=BUSY_TIMEOUT_MS / 1000)
         db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
 
 

@@ -1,8 +1,9 @@
-"""Many processes at one store: creating a new file at once, and a read overlapping a delete.
+"""Many processes at one file: creating a new store or cache at once, and a read overlapping a delete.
 
 Real processes (spawned, each with its own SQLite connection) released together by a barrier,
-so their opens overlap as a burst of ``muster add --store NEW.muster`` does; and two connections
-to one real file, interleaved deterministically by a hook, for the read that a delete overlaps.
+so their opens overlap as a burst of ``muster add --store NEW.muster`` (or of test workers
+sharing a new vector cache) does; and two connections to one real file, interleaved
+deterministically by a hook, for the read that a delete overlaps.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from muster_exact.store import Store
 
 MODELS = "cpu-small"
 OPENERS = 12  # enough that most of them raced the creator's schema on the old code
+# New files per test: on 2 cores one burst in about five lost the race to switch the new file to
+# WAL (SQLite answers "locked" at once there, without waiting), so eight make a miss unlikely.
+ROUNDS = 8
 
 
 def _open_and_add(job: tuple[Path, Any, int]) -> str:
@@ -35,7 +39,7 @@ def _open_and_add(job: tuple[Path, Any, int]) -> str:
 def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")  # fresh processes, as separate CLI runs are
     with context.Manager() as manager, context.Pool(OPENERS) as pool:
-        for attempt in range(2):
+        for attempt in range(ROUNDS):
             path = tmp_path / f"new{attempt}.muster"
             barrier = manager.Barrier(OPENERS)
             answers = pool.map(_open_and_add, [(path, barrier, i) for i in range(OPENERS)])
@@ -43,6 +47,49 @@ def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path: Path) ->
             with Store.open(path, create=False) as store:
                 assert sorted(r["id"] for r in store.records()) == sorted(f"n{i}" for i in range(OPENERS))
                 assert store.head().records == OPENERS
+
+
+def _open_cache_and_write(job: tuple[str, Path, Any, int]) -> str:
+    kind, path, barrier, i = job
+    barrier.wait()
+    try:
+        if kind == "vectors":
+            from muster_exact.cache.vectors import VectorCache
+
+            cache = VectorCache(path)
+            cache.put("m", [(f"k{i}", b"\0" * 16, 4)])
+        else:
+            from harness.llm import ResponseCache
+
+            cache = ResponseCache(path)
+            cache.put(f"k{i}", "request", "reply", 1, 1)
+        cache.close()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+@pytest.mark.parametrize("kind", ["vectors", "llm replies"])
+def test_processes_creating_one_new_cache_at_once_all_write_to_it(tmp_path: Path, kind: str) -> None:
+    """The vector cache (shared by every test worker and CLI run) and the harness's reply cache:
+    each of many processes opening the new file at once gets it, and its write lands."""
+    import sqlite3
+
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(OPENERS) as pool:
+        for attempt in range(ROUNDS):
+            path = tmp_path / f"cache{attempt}.sqlite"
+            barrier = manager.Barrier(OPENERS)
+            jobs = [(kind, path, barrier, i) for i in range(OPENERS)]
+            answers = pool.map(_open_cache_and_write, jobs)
+            assert Counter(answers) == {"ok": OPENERS}, Counter(answers)
+            db = sqlite3.connect(path)
+            try:
+                table = "vectors" if kind == "vectors" else "replies"
+                assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == OPENERS
+                assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            finally:
+                db.close()
 
 
 # --- a read that another connection's delete overlaps -----------------------------------------
