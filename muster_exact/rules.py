@@ -39,6 +39,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "graph_floor": ("always", "slots", "selective", "off"),
     "graph_votes": ("always", "slots"),
     "graph_facts": ("all", "current"),
+    "pool_messages": ("any", "distinct"),
 }
 
 
@@ -60,6 +61,9 @@ class Rules:
     # On numbered logs, every version of a fact in the graph, or the current one only (each slot by
     # its newest version, and a line's value as an entity): muster_exact.channels.graph.
     graph_facts: str = "all"
+    # On record stores, every unit a channel ranks may join its pool, or only a unit showing a
+    # message (record) no unit above it shows: one unit per message (decision 0205).
+    pool_messages: str = "any"
     # The channels a memory builds and asks, by name (muster_exact.channels.CHANNELS), comma-separated:
     # the paper's three in both modes. They propose, and take their floors, in the registry's order.
     channels: str = PAPER_CHANNELS
@@ -108,7 +112,8 @@ EXACT = Rules()
 # What native mode adds (docs/decisions/ 0121, 0045, 0046, 0120, 0199): record-store units no
 # longer than the embedder's window, the standard analyser, floors in each channel's own order, the
 # graph channel (its floor and its proposals) only where parents are slots (numbered logs; on group
-# parents, positional windows, it proposes nothing), and there a graph of the current facts only.
+# parents, positional windows, it proposes nothing), and there a graph of the current facts only;
+# on record stores, one unit per message in each channel's pool (0205).
 NATIVE = Rules(
     unit_size="window",
     lexical="standard",
@@ -116,6 +121,7 @@ NATIVE = Rules(
     graph_floor="slots",
     graph_votes="slots",
     graph_facts="current",
+    pool_messages="distinct",
 )
 
 

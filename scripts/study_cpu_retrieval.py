@@ -127,6 +127,8 @@ VARIANTS: list[Variant] = [
     Variant("native, graph votes always (before issue 28)", "muster", G_ALWAYS),
     # Issue 28: on numbered logs, a graph of the current facts (0199); record stores are unchanged.
     Variant("native, every version in the graph (before issue 28)", "muster", N.replace(graph_facts="all")),
+    # Issue 28: on record stores, one unit per message in each channel's pool (0205).
+    Variant("native, any unit in a pool (before issue 28)", "muster", N.replace(pool_messages="any")),
     Variant("native, BM25 per record (MaxP)", "muster", N, lexical="records"),
     Variant("native, BM25 with RM3", "muster", N, lexical="rm3"),
     Variant("native, BM25 per record as a fourth RRF voter", "muster", N, voter="records"),
@@ -158,6 +160,7 @@ HELD_OUT_ROWS = (
     NATIVE_ROW,
     "native, units up to the record budget (before issue 28)",
     "native, graph votes always (before issue 28)",
+    "native, any unit in a pool (before issue 28)",
     "muster (exact: pieces)",
     BM25_ROW,
     "bm25 (standard analyser, units up to the record budget)",

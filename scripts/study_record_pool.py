@@ -1,20 +1,19 @@
-"""One unit per message in each channel's pool: measured, to be adopted into native (issue 28, decision 0205).
+"""One unit per message in each channel's pool: native's rule since issue 28 (decision 0205).
 
 On BEAM's chats a message is often far longer than a unit (an assistant reply of code and
-prose), so one reply fills a channel's pool with many of its units: the pool of max(2U, 20)
-proposals then holds few messages, and the short user turns, where most evidence is, are pushed
-out. The rule is document-level aggregation of passage scores (a document ranked by its best
-passage, as in MaxP: Dai and Callan, SIGIR 2019) applied to the pool: on a record store, a unit
-joins a channel's pool only when it shows a message (the record as the store's source names it)
-that no unit above it in that channel's ranking shows. It has no parameter. It changes nothing where
-no message is longer than a unit (LoCoMo) and is not applied to numbered logs, whose records are
-blocks of many facts (MemoryAgentBench).
+prose), so one reply can fill a channel's pool with many of its units, and the short user turns,
+where most evidence is, are pushed out. The rule (``pool_messages="distinct"``) is document-level
+aggregation of passage scores (a document ranked by its best passage, as in MaxP: Dai and Callan,
+SIGIR 2019) applied to the pool: on a record store, a unit joins a channel's pool only when it
+shows a message (the record as the store's source names it) that no unit above it in that
+channel's ranking shows. It has no parameter. It changes nothing where no message is longer than
+a unit (LoCoMo) and is not applied to numbered logs, whose records are blocks of many facts
+(MemoryAgentBench).
 
-Rows, per benchmark and U, each minus `muster_native` (cpu-small) paired per question: native
-with the rule in its dense and BM25 pools (floors, fill and assembly unchanged), and for scale
-BM25 on native's units at native's tokens, without and with the rule (each reads at its own
-native's tokens: the rule's row at the rule's). Kept apart from ``study_cpu_retrieval.py`` (and
-the library) so that the study's finished stores stay valid until the rule is adopted.
+Rows, per benchmark and U, each minus `muster_native` (cpu-small, with the rule) paired per
+question: native before the rule (``pool_messages="any"``: floors, fill and assembly the same),
+and for scale BM25 on native's units at native's tokens, as the comparison tables read it and
+with the rule in its ranking. Native is then set against each BM25 row.
 
     python scripts/study_record_pool.py --data ../shared/data --out results/study/record_pool.md
 """
@@ -36,54 +35,34 @@ from study_side import minus_native  # noqa: E402
 from harness.benchmarks.metrics import question_scores  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
 from muster_exact import rules  # noqa: E402
-from muster_exact.channels import Proposals  # noqa: E402
-from muster_exact.channels.given import BuiltChannel  # noqa: E402
+from muster_exact.channels import Proposals, distinct_records  # noqa: E402
 from muster_exact.memory import Memory, build, variants  # noqa: E402
-from muster_exact.retrieve.assemble import record_label  # noqa: E402
+from muster_exact.retrieve.assemble import Context  # noqa: E402
 
-RULE_ROW = "native, one unit per message in each pool"
+BEFORE_ROW = "native, any unit in a pool (before the rule)"
 BM25_RULE_ROW = "bm25 (standard analyser), one unit per message"
-ROWS = (NATIVE_ROW, RULE_ROW, BM25_ROW, BM25_RULE_ROW)
+ROWS = (NATIVE_ROW, BEFORE_ROW, BM25_ROW, BM25_RULE_ROW)
 
 
-class OnePerMessage:
-    """A channel whose ranking skips a unit all of whose messages a unit above it shows."""
+def bm25_one_per_message(memory: Memory, query: str, budget: int) -> Context:
+    """The BM25 baseline with the rule: its ranking of every unit, one unit per message, filled
+    to ``budget`` tokens in that order (the baseline's own fill, ``variants``)."""
+    units = len(memory.cut.units)
+    ranked = distinct_records(memory.channel("bm25").propose(query, units), memory.cut.shown_records, units)
+    ruled = memory.with_channel(_Fixed(ranked))  # type: ignore[arg-type]
+    return variants.context(ruled, "bm25", query, budget=budget)
 
-    def __init__(self, channel: BuiltChannel, messages: Sequence[frozenset[str]]) -> None:
-        self._channel, self._messages = channel, messages
-        self.name = channel.name
 
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._channel, name)
+class _Fixed:
+    """A BM25 channel whose ranking is given (the baseline's fill reads ``propose(query, all)``)."""
+
+    name = "bm25"
+
+    def __init__(self, ranked: Proposals) -> None:
+        self._ranked = ranked
 
     def propose(self, query: str, k: int) -> Proposals:
-        total, depth = len(self._messages), min(len(self._messages), 4 * k)
-        while True:
-            ranked = self._channel.propose(query, depth)
-            shown: set[str] = set()
-            units, scores = [], []
-            for unit, score in zip(ranked.units, ranked.scores, strict=True):
-                if len(units) == k:
-                    break
-                if self._messages[unit] <= shown:
-                    continue
-                shown |= self._messages[unit]
-                units.append(unit)
-                scores.append(score)
-            if len(units) == k or depth >= total or len(ranked.units) < depth:
-                return Proposals(ranked.channel, tuple(units), tuple(scores))
-            depth = min(total, 2 * depth)
-
-
-def with_rule(memory: Memory) -> Memory:
-    """``memory`` with the rule in its dense and BM25 pools (record stores only)."""
-    if memory.plan.branch != "record_store":
-        return memory
-    cut = memory.cut
-    messages = [frozenset(record_label(cut, r) for r in unit.records) for unit in cut.units]
-    for name in ("dense", "bm25"):
-        memory = memory.with_channel(OnePerMessage(memory.channel(name), messages))  # type: ignore[arg-type]
-    return memory
+        return self._ranked
 
 
 def scores(benchmark: str, data: DataRoot, units: Sequence[int]) -> dict[tuple[str, int], list[float]]:
@@ -91,18 +70,18 @@ def scores(benchmark: str, data: DataRoot, units: Sequence[int]) -> dict[tuple[s
     out: dict[tuple[str, int], list[float]] = {}
     for store in stores(benchmark, data, None):
         memory = build(store.source, preset=spec.preset, models="cpu-small", rules=rules.NATIVE)
-        ruled = with_rule(memory)
+        before = memory.with_rules(pool_messages="any")
         print(f"{benchmark} {store.name} ({memory.plan.branch})", file=sys.stderr, flush=True)
         for question in store.questions:
             if not _scored(question, spec.metric):
                 continue
             for u in units:
-                native, rule = memory.context(question.text, u), ruled.context(question.text, u)
+                native = memory.context(question.text, u)
                 contexts = {
                     NATIVE_ROW: native,
-                    RULE_ROW: rule,
+                    BEFORE_ROW: before.context(question.text, u),
                     BM25_ROW: variants.context(memory, "bm25", question.text, budget=native.tokens),
-                    BM25_RULE_ROW: variants.context(ruled, "bm25", question.text, budget=rule.tokens),
+                    BM25_RULE_ROW: bm25_one_per_message(memory, question.text, native.tokens),
                 }
                 for name, context in contexts.items():
                     value = question_scores(question, context.text, context.record_ids)[spec.metric]
@@ -114,19 +93,19 @@ def section(benchmark: str, data: DataRoot, units: Sequence[int]) -> list[str]:
     got = scores(benchmark, data, units)
     n, metric = len(got[(NATIVE_ROW, units[0])]), BENCHMARKS[benchmark].metric
     lines = [f"## {benchmark} ({metric}, {n} questions)", "", *minus_native(got, ROWS, units)]
-    lines += ["", "The rule's row against each BM25 row (the rule minus BM25, paired):", ""]
-    lines += ["| baseline | U | rule - baseline | better / worse / equal |", "|---|---|---|---|"]
+    lines += ["", "Native against each BM25 row (native minus BM25, paired):", ""]
+    lines += ["| baseline | U | native - baseline | better / worse / equal |", "|---|---|---|---|"]
     for name in (BM25_ROW, BM25_RULE_ROW):
         for u in units:
-            lines.append(f"| {name} | {u} | {_paired(got[(RULE_ROW, u)], got[(name, u)])} |")
+            lines.append(f"| {name} | {u} | {_paired(got[(NATIVE_ROW, u)], got[(name, u)])} |")
     return [*lines, ""]
 
 
 HEADING = (
-    "# One unit per message in each pool (issue 28; measured, to be adopted: decision 0205)",
+    "# One unit per message in each pool (issue 28, decision 0205)",
     "",
-    "cpu-small, native rules. Each row minus `muster_native`, paired per question (95% "
-    "bootstrap interval, points; better / worse / equal). The rule was chosen on `beam` "
+    "cpu-small. Each row minus `muster_native` (native rules, the rule among them), paired per "
+    "question (95% bootstrap interval, points; better / worse / equal). The rule was chosen on `beam` "
     "(BEAM-100K) and `beam_1m` (the development chats) and checked on the others; "
     "`beam_1m_held_out` was measured once, after the choice. Generated by "
     "`scripts/study_record_pool.py`.",

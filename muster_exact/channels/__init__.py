@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -70,6 +70,23 @@ def restricted(proposals: Proposals, allowed: Collection[int], k: int) -> Propos
     """A channel's proposals restricted to ``allowed`` units, the first ``k`` of them in its order."""
     kept = [(u, v) for u, v in zip(proposals.units, proposals.scores, strict=True) if u in allowed][:k]
     return Proposals(proposals.channel, tuple(u for u, _ in kept), tuple(v for _, v in kept))
+
+
+def distinct_records(ranked: Proposals, shown: Sequence[frozenset[str]], k: int) -> Proposals:
+    """The first ``k`` units of ``ranked`` that each show a record no unit before them in it
+    shows (``shown``: each unit's records by name). A message longer than a unit is then ranked by
+    its best unit, as a document by its best passage (MaxP, Dai and Callan 2019), and a pool holds
+    one unit of it (decision 0205)."""
+    seen: set[str] = set()
+    kept: list[tuple[int, float]] = []
+    for unit, score in zip(ranked.units, ranked.scores, strict=True):
+        if len(kept) == k:
+            break
+        if shown[unit] <= seen:
+            continue
+        seen |= shown[unit]
+        kept.append((unit, score))
+    return Proposals(ranked.channel, tuple(u for u, _ in kept), tuple(v for _, v in kept))
 
 
 def top_k(scores: object, k: int, positive_only: bool = False) -> tuple[tuple[int, ...], tuple[float, ...]]:

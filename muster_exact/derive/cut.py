@@ -21,6 +21,7 @@ unit can be a whole namespace.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections.abc import Collection, Sequence
@@ -74,6 +75,18 @@ class Cut:
             return self.text(unit)
         text = self.source.text
         return text[unit.start : unit.serial_span[0]] + text[unit.serial_span[1] : unit.end]
+
+    def record_label(self, index: int) -> str:
+        """A record's name: the id its source gives it (a benchmark's turn or message id), else
+        ``r<index>``. What a context's record ids, the evidence and the pool rule read."""
+        source_id = self.source.records[index].source_id
+        return source_id if source_id is not None else f"r{index}"
+
+    @functools.cached_property
+    def shown_records(self) -> tuple[frozenset[str], ...]:
+        """Each unit's records by name (:meth:`record_label`): a message longer than a unit is
+        shown by each of its units. Computed once per cut (a grown store's cut is a new one)."""
+        return tuple(frozenset(self.record_label(r) for r in unit.records) for unit in self.units)
 
     @property
     def slots_with_versions(self) -> int:

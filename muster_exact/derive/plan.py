@@ -78,6 +78,7 @@ class Retrieval:
     graph_floor: str = "always"
     graph_votes: str = "always"
     graph_facts: str = "all"  # a plan from before the rule kept every version in the graph
+    pool_messages: str = "any"  # a plan from before the rule let any unit join a pool
     channels: str = "dense,bm25,graph"  # a plan from before the channels rule ran the paper's three
 
 

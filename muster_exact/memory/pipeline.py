@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from muster_exact.cache.memo import Memo
 from muster_exact.cache.vectors import ScoreCache, VectorCache
-from muster_exact.channels import CHANNELS, Floors, Proposals, pool_size, restricted
+from muster_exact.channels import CHANNELS, Floors, Proposals, distinct_records, pool_size, restricted
 from muster_exact.channels.dense import DenseChannel
 from muster_exact.channels.given import BuiltChannel, Given
 from muster_exact.channels.graph import GraphChannel
@@ -246,20 +246,42 @@ class Memory:
         """Each channel's top max(2U, 20) units, in channel order, and each one's seconds.
         ``allowed``: only these units may be proposed (a filtered read,
         :mod:`muster_exact.store.where`): each channel's own ranking of every unit, restricted to
-        them (a channel's top k is the first k of its full ranking, so nothing else changes)."""
+        them (a channel's top k is the first k of its full ranking, so nothing else changes).
+        Under ``pool_messages="distinct"``, on a record store, a unit joins a pool only when it
+        shows a message no unit above it does (:func:`~muster_exact.channels.distinct_records`)."""
         k = pool_size(units_read)
         out, timings = [], {}
         for name, channel in self.channels().items():
             started = time.perf_counter()
             if not self.votes(name):
                 proposed = Proposals(name, (), ())
-            elif allowed is None:
-                proposed = channel.propose(query, k)
             else:
-                proposed = restricted(channel.propose(query, len(self.cut.units)), allowed.units, k)
+                proposed = self._pool(channel, query, k, allowed)
             out.append(proposed)
             timings[name] = time.perf_counter() - started
         return out, timings
+
+    def _pool(self, channel: BuiltChannel, query: str, k: int, allowed: Candidates | None) -> Proposals:
+        """One channel's pool of ``k`` (:meth:`proposals`)."""
+        total = len(self.cut.units)
+        distinct = self.rules.pool_messages == "distinct" and self.plan.branch == "record_store"
+        if not distinct:
+            if allowed is None:
+                return channel.propose(query, k)
+            return restricted(channel.propose(query, total), allowed.units, k)
+        shown = self.cut.shown_records
+        if allowed is not None:
+            ranked = restricted(channel.propose(query, total), allowed.units, total)
+            return distinct_records(ranked, shown, k)
+        # Read the channel's ranking deeper until k units show new messages: a message spans
+        # 3 units on average on BEAM's chats, so twice k is read at first, doubled when short.
+        depth = min(total, 2 * k)
+        while True:
+            ranked = channel.propose(query, depth)
+            pool = distinct_records(ranked, shown, k)
+            if len(pool.units) == k or depth >= total or len(ranked.units) < depth:
+                return pool
+            depth = min(total, 2 * depth)
 
     def votes(self, channel: str) -> bool:
         """Whether ``channel`` proposes on this store: the graph only where the ``graph_votes``

@@ -116,8 +116,7 @@ class Context(Readable):
 
 
 def record_label(cut: Cut, index: int) -> str:
-    source_id = cut.source.records[index].source_id
-    return source_id if source_id is not None else f"r{index}"
+    return cut.record_label(index)
 
 
 def shown_text(cut: Cut, unit: Unit, allowed: Candidates | None = None) -> str:
