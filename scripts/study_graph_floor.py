@@ -26,7 +26,6 @@ from harness.config import BenchmarkConfig  # noqa: E402
 from harness.data import DataRoot  # noqa: E402
 from muster_exact.channels.graph import GraphChannel  # noqa: E402
 from muster_exact.memory import build, variants  # noqa: E402
-from muster_exact.retrieve.assemble import record_label  # noqa: E402
 from muster_exact.rules import EXACT  # noqa: E402
 
 BENCHMARKS = {
@@ -69,7 +68,7 @@ def rows_for(benchmark: str, data: DataRoot) -> list[dict]:
 
 def holds(cut, unit: int, evidence: set[str], golds: list[str]) -> bool:
     if evidence:
-        return bool({record_label(cut, r) for r in cut.units[unit].records} & evidence)
+        return bool({cut.record_label(r) for r in cut.units[unit].records} & evidence)
     text = normalise(cut.text(cut.units[unit]))
     return any(g in text for g in golds)
 

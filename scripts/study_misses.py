@@ -43,7 +43,6 @@ from study_cpu_retrieval import (
 
 from harness.data import DataRoot
 from muster_exact.memory import Memory
-from muster_exact.retrieve.assemble import record_label
 
 # The last: an evidence id naming no record of the store (a label error of the benchmark).
 PLACES = ("shown", "in a pool, not chosen", "in no pool", "no such turn")
@@ -112,7 +111,7 @@ def _units_by_record(memory: Memory) -> dict[str, set[int]]:
     out: dict[str, set[int]] = defaultdict(set)
     for unit in memory.cut.units:
         for record in unit.records:
-            out[record_label(memory.cut, record)].add(unit.id)
+            out[memory.cut.record_label(record)].add(unit.id)
     return out
 
 

@@ -265,14 +265,12 @@ class Memory:
         """One channel's pool of ``k`` (:meth:`proposals`)."""
         total = len(self.cut.units)
         distinct = self.rules.pool_messages == "distinct" and self.plan.branch == "record_store"
-        if not distinct:
-            if allowed is None:
-                return channel.propose(query, k)
-            return restricted(channel.propose(query, total), allowed.units, k)
-        shown = self.cut.shown_records
         if allowed is not None:
-            ranked = restricted(channel.propose(query, total), allowed.units, total)
-            return distinct_records(ranked, shown, k)
+            ranked = restricted(channel.propose(query, total), allowed.units, total if distinct else k)
+            return distinct_records(ranked, self.cut.shown_records, k) if distinct else ranked
+        if not distinct:
+            return channel.propose(query, k)
+        shown = self.cut.shown_records
         # Read the channel's ranking deeper until k units show new messages: a message spans
         # 3 units on average on BEAM's chats, so twice k is read at first, doubled when short.
         depth = min(total, 2 * k)

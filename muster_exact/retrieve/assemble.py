@@ -115,10 +115,6 @@ class Context(Readable):
         }
 
 
-def record_label(cut: Cut, index: int) -> str:
-    return cut.record_label(index)
-
-
 def shown_text(cut: Cut, unit: Unit, allowed: Candidates | None = None) -> str:
     """The unit as stored, or, in a filtered read, its matching records' parts of it, a line each."""
     if allowed is None or allowed.records.issuperset(unit.records):
@@ -169,7 +165,7 @@ def assemble(
             units=tuple(units),
             records=tuple(
                 dict.fromkeys(
-                    record_label(cut, r)
+                    cut.record_label(r)
                     for u in units
                     for r in cut.units[u].records
                     if allowed is None or r in allowed.records

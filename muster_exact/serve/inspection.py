@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from muster_exact.retrieve.assemble import record_label, shown_text
+from muster_exact.retrieve.assemble import shown_text
 
 if TYPE_CHECKING:
     from muster_exact.derive.cut import Cut
@@ -44,7 +44,7 @@ def inspected(store: Store | None, query: str, units: int | None, where: Any) ->
     shown = set(context.unit_ids) | {k["unit"] for k in details["kept"]}
     after = [u for u in order if u not in shown][:LEFT_OUT]
     metadata = {r: m for b in context.blocks for r, m in b.metadata.items()}
-    metadata |= store.metadata_of(record_label(cut, r) for u in after for r in cut.units[u].records)
+    metadata |= store.metadata_of(cut.record_label(r) for u in after for r in cut.units[u].records)
     view = _View(cut, done.allowed, metadata)
     kept = sorted(details["kept"], key=lambda k: (k["rerank_rank"] is None, k["rerank_rank"] or 0, k["unit"]))
     full = f"left out: the {details['units_read']} units of the read budget were taken"
@@ -94,7 +94,7 @@ class _View:
         where it is: its ``rerank_rank``, ``rerank_score`` and ``reason``."""
         shown = self.cut.units[shown_as]
         records = [
-            record_label(self.cut, r)
+            self.cut.record_label(r)
             for r in shown.records
             if self.allowed is None or r in self.allowed.records
         ]
