@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+from bench_common import wait_until_healthy
 from bench_replicas import free_port, replica_rows
 
 from muster_exact import __version__
@@ -99,12 +100,7 @@ def main() -> None:
             env=env,
         )
         try:
-            for _ in range(600):
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            wait_until_healthy(url)
             httpx.post(f"{url}/v1/add", json={"records": turns}, timeout=600).raise_for_status()
             httpx.post(
                 f"{url}/v1/context", json={"query": questions[0]}, timeout=600

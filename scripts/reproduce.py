@@ -67,8 +67,13 @@ class Steps:
         self.total, self.done = total, 0
         self.started = time.perf_counter()
         self.seconds: list[dict[str, Any]] = []
+        # Seconds by what they were spent on (issue 53): the record's and the page's breakdown.
+        self.breakdown: dict[str, float] = {}
 
-    def run(self, title: str, command: list[str]) -> float:
+    def spent(self, kind: str, seconds: float) -> None:
+        self.breakdown[kind] = round(self.breakdown.get(kind, 0.0) + seconds, 1)
+
+    def run(self, title: str, command: list[str], kind: str) -> float:
         self.done += 1
         print(f"\n== [{self.done}/{self.total}] {title}\n$ {' '.join(command)}", flush=True)
         started = time.perf_counter()
@@ -76,7 +81,8 @@ class Steps:
         if result.returncode != 0:
             raise SystemExit(f"reproduce: '{title}' failed with exit code {result.returncode}")
         seconds = time.perf_counter() - started
-        self.seconds.append({"step": title, "seconds": round(seconds, 1)})
+        self.seconds.append({"step": title, "seconds": round(seconds, 1), "kind": kind})
+        self.spent(kind, seconds)
         print(
             f"== [{self.done}/{self.total}] done in {seconds:.0f} s ({self.elapsed():.0f} s so far)",
             flush=True,
@@ -216,10 +222,13 @@ def main() -> None:
         step(
             "detection over every store",
             [python, "-m", "muster_exact", "verify", "cuts", "--data", args.data],
+            "detection (verify cuts)",
         )
     if "published" not in args.skip:  # offline, no model: results/audit/published*.md
         step(
-            "published judge outputs, re-scored", [python, "-m", "harness", "stage=published", *common_paths]
+            "published judge outputs, re-scored",
+            [python, "-m", "harness", "stage=published", *common_paths],
+            "published outputs re-scored",
         )
     hashes, seconds, tables = [], {}, {}
     for benchmark in chosen:
@@ -230,6 +239,7 @@ def main() -> None:
         seconds[benchmark] = step(
             f"{benchmark}: the vectors, and {SYSTEMS[0]}'s contexts at {presets[0]}",
             [python, "-m", "harness", *common, f"preset={presets[0]}", f"system={SYSTEMS[0]}"],
+            f"embedding: {benchmark} (with {SYSTEMS[0]}'s contexts at {presets[0]})",
         )
         seconds[benchmark] += step(
             f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets, {args.jobs} at once",
@@ -238,16 +248,19 @@ def main() -> None:
                 "preset=" + ",".join(presets), "system=" + ",".join(SYSTEMS),
                 *(["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"] if args.jobs > 1 else []),
             ],
+            f"selection: {benchmark} (every system and preset, the vectors cached)",
         )  # fmt: skip
         for preset in presets:
             step(
                 f"{benchmark} {preset}: tables",
                 [python, "-m", "harness", *common, f"preset={preset}", "stage=tables"],
+                "tables",
             )
             tables[benchmark, preset] = comparison_table(benchmark, preset)
             for system, rules in PINNED.items():
                 run = muster_run(benchmark, preset, args, system)
                 hashes.append(check_hashes(pins, benchmark, preset, run, rules))
+    checking = time.perf_counter()
     print_hashes(hashes, seconds)
     produced = list(tables.values()) + ([] if "published" in args.skip else list(PUBLISHED_TABLES))
     try:
@@ -260,6 +273,7 @@ def main() -> None:
     else:
         print_matrix(cells, tables)
     verdicts = [expected.hash_verdict(e) for e in hashes]
+    steps.spent("hashes and figures checked", time.perf_counter() - checking)
     failed = bool(problem) or expected.failed(cells) or expected.FAIL in verdicts
     okish = expected.OKISH in verdicts or any(c.status == expected.OKISH for c in cells)
     record = {
@@ -274,6 +288,7 @@ def main() -> None:
         "git": run_record.git_state(REPO),
         "arguments": {k: str(v) for k, v in vars(args).items()},
         "steps": steps.seconds,
+        "breakdown": steps.breakdown,  # seconds by what they went to (the page: before the page's own)
         "hashes": [{**e, "verdict": v} for e, v in zip(hashes, verdicts, strict=True)],
         "expected": {"file": str(args.expected), "problem": problem, **expected.summary(cells)},
         "cpu_replay": list(next(iter(cpu_replay()), ())),  # (benchmark, preset), as the page reads it
@@ -282,7 +297,12 @@ def main() -> None:
     Path(args.results).mkdir(parents=True, exist_ok=True)
     (Path(args.results) / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     if "report" not in args.skip:
+        started_page = time.perf_counter()
         step_report(python, args)
+        # The page is made from the record, so its own time is added to the record after it.
+        steps.spent("results page", time.perf_counter() - started_page)
+        record["breakdown"], record["total_s"] = steps.breakdown, round(steps.elapsed(), 1)
+        (Path(args.results) / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     total = sum(e["total"] for e in hashes)
     same = sum(e["identical"] for e in hashes)
     outcome = "FAILED" if failed else "PASSED (OKish)" if okish else "PASSED"

@@ -261,12 +261,13 @@ def _usable_cores() -> int:
 
 
 def _blas_threads(threads: int) -> None:
-    """A worker's share of the cores for the BLAS the packaged embedder multiplies with. Its
-    default, every core in every worker, oversubscribes them: two workers on 2 cores embedded 256
-    texts in 158 s each with 2 threads apiece and in 62 s with one (vectors bit-identical)."""
-    from threadpoolctl import threadpool_limits
+    """A worker's share of the cores for the packaged embedder's lanes (one BLAS thread each,
+    muster_exact.models.lanes). Every core in every worker oversubscribes them: two workers on 2
+    cores embedded 256 texts in 158 s each with 2 threads apiece and in 62 s with one (vectors
+    bit-identical; docs/decisions/0202-study-workers-share-cores.md)."""
+    from muster_exact.models import lanes
 
-    threadpool_limits(limits=threads, user_api="blas")
+    lanes.set_lanes(threads)
 
 
 @dataclass(frozen=True)

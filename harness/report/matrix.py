@@ -144,6 +144,16 @@ def hashes_section(results: Path) -> str:
         if _objects(record.get("hashes"))
         else note("the record holds no context hashes"),
     ]
+    breakdown = record.get("breakdown")
+    if isinstance(breakdown, dict) and breakdown:
+        total = sum(float(v) for v in breakdown.values() if isinstance(v, (int, float)))
+        rows = [
+            (escape(str(kind)), f"{float(v):.0f}", f"{float(v) / total:.0%}" if total else "-")
+            for kind, v in sorted(breakdown.items(), key=lambda kv: -float(kv[1]))
+            if isinstance(v, (int, float))
+        ]
+        parts.append("<h3>Where the reproduction's time went</h3>")
+        parts.append(html_table(("spent on", "seconds", "share"), rows))
     if step_rows:
         parts.append("<details><summary>Steps and their seconds</summary>")
         parts.append(html_table(("step", "seconds"), step_rows) + "</details>")

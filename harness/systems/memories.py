@@ -15,6 +15,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from harness.systems import Memories
+from muster_exact.core import progress
 from muster_exact.memory import build
 from muster_exact.rules import EXACT, NATIVE
 from muster_exact.verify.corpora import BenchmarkStore
@@ -35,8 +36,17 @@ def memory_for(
         memories, seconds = _MEMORIES[slot]
         return memories, seconds, True
     started = time.perf_counter()
-    exact = build(store.source, preset=cfg.preset.name, models=cfg.models.name, cache=cache_path, rules=EXACT)
-    memories = Memories(exact, exact.under(NATIVE))
+    shown = bool(cfg.stage.progress)  # a long build says what it does (issue 53: minutes of silence)
+    with progress.shown(shown):
+        exact = build(
+            store.source,
+            preset=cfg.preset.name,
+            models=cfg.models.name,
+            cache=cache_path,
+            rules=EXACT,
+            progress=shown,
+        )
+        memories = Memories(exact, exact.under(NATIVE))
     seconds = time.perf_counter() - started
     _MEMORIES[slot] = (memories, seconds)
     while len(_MEMORIES) > _MEMORY_SLOTS:

@@ -17,6 +17,7 @@ from muster_exact.channels.embedding import embedding_pieces, piece_vectors
 from muster_exact.channels.given import Given
 from muster_exact.derive.pieces import Pieces
 from muster_exact.models import load_embedder
+from muster_exact.models.lanes import one_blas_thread
 
 if TYPE_CHECKING:
     import numpy as np
@@ -133,9 +134,10 @@ class DenseChannel:
 
         query_vector = self.query_vector(query).astype(np.float64)
         piece_scores = np.empty(len(self._vectors), dtype=np.float64)
-        for start in range(0, len(self._vectors), SCORE_ROWS):
-            block = self._vectors[start : start + SCORE_ROWS].astype(np.float64)
-            piece_scores[start : start + SCORE_ROWS] = block @ query_vector
+        with one_blas_thread():  # small products: a thread per core would only wait (lanes)
+            for start in range(0, len(self._vectors), SCORE_ROWS):
+                block = self._vectors[start : start + SCORE_ROWS].astype(np.float64)
+                piece_scores[start : start + SCORE_ROWS] = block @ query_vector
         if self._one_per_unit:
             pooled = piece_scores
         elif self.pooling == "mean":

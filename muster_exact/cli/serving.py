@@ -35,8 +35,12 @@ def _backend(args: argparse.Namespace, namespaces: int | None = None) -> Backend
     )
 
 
-def _load_models(backend: Backend) -> None:
-    """A server's models, loaded before it takes requests and said in one line."""
+def _load_models(backend: Backend, quiet: bool) -> None:
+    """A server's models, loaded before it takes requests and said in one line. From here on a
+    request's build or read that has worked for about 2 s says so in the server's log (its
+    progress lines, at INFO: shown unless -q; issue 53)."""
+    if not quiet:
+        logging.getLogger("muster_exact.core.progress").setLevel(logging.INFO)
     names, seconds = backend.load_models()
     log.warning("loaded %s in %.2f s, before the first request", names, seconds)
 
@@ -50,7 +54,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     backend = _backend(args)
 
     def run() -> None:
-        _load_models(backend)
+        _load_models(backend, args.quiet)
         stopped = mcp.serve(backend)  # the event loop took the signals: raised as they would be
         if stopped == signal.SIGTERM:
             raise _Terminated
@@ -82,7 +86,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
 
     def run() -> None:
         try:
-            _load_models(backend)
+            _load_models(backend, args.quiet)
         except BaseException:
             sock.close()
             raise

@@ -28,17 +28,27 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+log = logging.getLogger(__name__)
+
 _SHOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("muster_progress", default=False)
+# Inside a working() block: an inner one stays quiet.
+_WORKING: contextvars.ContextVar[bool] = contextvars.ContextVar("muster_working", default=False)
 # Fewer texts than this are analysed in one call and with no bar: it would only flicker.
 SHOWN_FROM = 5_000
 CHUNK = 2_000
-# An embedder call this small is over before a line about it would help.
+# An embedder call this small is announced only once it has run for HEARTBEAT_S (a line as it
+# starts would only add noise to the many quick ones); a larger one says so as it starts.
 STEP_FROM = 200
+# Work that has run this long says what it is doing, whatever its size (issue 53: a slow small
+# embedding beside a busy neighbour was minutes of silence): by time, not by count.
+HEARTBEAT_S = 2.0
 # Lines (not a terminal): one at each tenth of the way, and one at least this often between two
 # tenths: a tenth of a 50 MB file's embedding is many minutes, too long a silence for a log.
 TENTHS = 10
@@ -182,7 +192,9 @@ class Estimated:
             self._shown.update(n)
             return
         seconds = self._now() - self._started
-        sampled = seconds >= SAMPLE_S or self.done >= SAMPLE_SHARE * self.total
+        # A small call is estimated only once it has run for SAMPLE_S: its 5% is a pass or two.
+        share = self.total >= STEP_FROM and self.done >= SAMPLE_SHARE * self.total
+        sampled = seconds >= SAMPLE_S or share
         if sampled and seconds > 0 and self.done < self.total:  # (a call over within it: no estimate)
             rate = self.done / seconds
             say(
@@ -198,8 +210,9 @@ class Estimated:
 
 def embedding(total: int, *, now: Clock = time.perf_counter) -> Progress:
     """The progress of an embedder's one call over ``total`` pieces (:class:`Estimated`), where
-    progress is shown and the call is large enough for its :func:`step` lines."""
-    if not _SHOWN.get() or total < STEP_FROM:
+    progress is shown: a call of any size that is still at work after :data:`SAMPLE_S` says its
+    estimate (a larger one may say it sooner, at :data:`SAMPLE_SHARE` of its pieces)."""
+    if not _SHOWN.get():
         return Silent()
     return Estimated(total, now=now)
 
@@ -226,16 +239,72 @@ def spread(count: int) -> list[int]:
 @contextlib.contextmanager
 def step(desc: str, count: int, unit: str, *, shown_from: int = STEP_FROM) -> Iterator[None]:
     """One long call with no steps of its own to count: a line as it starts and one as it ends
-    (with its rate), when asked for and over ``shown_from`` items."""
-    if not _SHOWN.get() or count < shown_from:
+    (with its rate), when asked for. Under ``shown_from`` items the start line waits for
+    :data:`HEARTBEAT_S` seconds of work (a quick call says nothing; a slow one still does)."""
+    if not _SHOWN.get():
         yield
         return
-    say(f"{desc}: {count} {unit} ...")
     started = time.perf_counter()
-    yield
-    seconds = time.perf_counter() - started
-    rate = count / seconds if seconds > 0 else 0.0
-    say(f"{desc}: {count} {unit} in {clock(seconds)}, {rate:.1f} {unit}/s")
+    with _after(0.0 if count >= shown_from else HEARTBEAT_S, f"{desc}: {count} {unit} ...") as said:
+        yield
+    if said.is_set():
+        seconds = time.perf_counter() - started
+        rate = count / seconds if seconds > 0 else 0.0
+        say(f"{desc}: {count} {unit} in {clock(seconds)}, {rate:.1f} {unit}/s")
+
+
+@contextlib.contextmanager
+def working(desc: str, *, after: float | None = None) -> Iterator[None]:
+    """A block of work that says what it is doing once it has run ``after`` seconds (default
+    :data:`HEARTBEAT_S`; ``desc ...``)
+    and, if it said so, how long it took as it ends (``desc: done in 0:12``). Where progress is
+    shown the lines go to stderr; elsewhere (a server) to the log at INFO, so a slow first read
+    shows in the server's log too. Quick work says nothing; so does work inside another
+    ``working`` block (the outer one says what is going on)."""
+    if _WORKING.get():
+        yield
+        return
+    shown_here = _SHOWN.get()
+    started = time.perf_counter()
+    token = _WORKING.set(True)
+    try:
+        with _after(HEARTBEAT_S if after is None else after, f"{desc} ...", shown_here) as said:
+            yield
+    finally:
+        _WORKING.reset(token)
+    if said.is_set():
+        _tell(f"{desc}: done in {clock(time.perf_counter() - started)}", shown_here)
+
+
+@contextlib.contextmanager
+def _after(seconds: float, line: str, shown_here: bool = True) -> Iterator[threading.Event]:
+    """``line`` told after ``seconds`` unless the block is over first (a timer thread: the block
+    itself may be one long call); the event says whether it was told."""
+    said = threading.Event()
+
+    def tell() -> None:
+        _tell(line, shown_here)
+        said.set()
+
+    if seconds <= 0:
+        tell()
+        yield said
+        return
+    timer = threading.Timer(seconds, tell)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield said
+    finally:
+        timer.cancel()
+        timer.join()  # told already, or never: no line after the block's end
+
+
+def _tell(line: str, shown_here: bool) -> None:
+    if shown_here:
+        say(line)
+    else:
+        log.info(line)
 
 
 def say(line: str) -> None:

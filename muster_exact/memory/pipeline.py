@@ -19,7 +19,7 @@ from muster_exact.channels.dense import DenseChannel
 from muster_exact.channels.given import BuiltChannel, Given
 from muster_exact.channels.graph import GraphChannel
 from muster_exact.core.errors import InputError
-from muster_exact.core.progress import shown
+from muster_exact.core.progress import shown, working
 from muster_exact.derive import Derived, declared, record_unit_budget
 from muster_exact.derive import grown as derived_grown
 from muster_exact.derive.cut import Cut
@@ -464,7 +464,7 @@ def build(
     serial prefix set aside (:mod:`muster_exact.derive.declared`; ``Memory.ordered_records``).
     """
     ordered = declared.declaration(data, record_format, declared_order)
-    with shown(progress):
+    with shown(progress), working(f"building a memory{f' ({preset})' if preset else ''}"):
         if derived is None:
             plan, derived, chosen_models = _derived(
                 data,

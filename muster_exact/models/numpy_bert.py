@@ -119,16 +119,23 @@ class NumpyBert:
         """Unit float32 vectors of texts given as word-piece ids, texts of one length per forward
         pass (``done``: told how many texts each pass finished)."""
         from muster_exact.core.progress import spread
+        from muster_exact.models import lanes
 
         xp = self._np
         out: np.ndarray = xp.empty((len(ids), self.dimension), dtype=xp.float32)
         batches = _batches(ids)
         # Spread, not by length: progress then runs at an even pace (each pass is the same).
-        for index in spread(len(batches)):
-            batch = batches[index]
-            out[batch] = self.forward(xp.asarray([ids[i] for i in batch], dtype=xp.int64))
-            if done is not None:
-                done(len(batch))
+        ordered = [batches[index] for index in spread(len(batches))]
+
+        def one_pass(batch: list[int]) -> Callable[[], None]:
+            def compute() -> None:
+                out[batch] = self.forward(xp.asarray([ids[i] for i in batch], dtype=xp.int64))
+
+            return compute
+
+        # Each pass on a lane of its own, one BLAS thread each (muster_exact.models.lanes).
+        told = None if done is None else (lambda index: done(len(ordered[index])))
+        lanes.LANES.run([one_pass(b) for b in ordered], told)
         return out
 
     def forward(self, ids: np.ndarray) -> np.ndarray:

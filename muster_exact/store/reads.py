@@ -14,6 +14,7 @@ from muster_exact.cache.vectors import best_effort, drop_texts_not_in
 from muster_exact.core.errors import (
     InputError,
 )
+from muster_exact.core.progress import shown, working
 from muster_exact.store.file import (
     guarded,
     transaction,
@@ -113,9 +114,16 @@ class StoreReads(StoreState):
         """:meth:`memory` and the head of the snapshot it was built from (read in the same
         transaction as its records): what a read's answer is labelled with."""
         with self._lock:
-            stale = self._memory is None or self._memory[0].sha256 != self._head().sha256
-            if stale and self._grown() is None:
-                self._rebuild()
+            head = self._head()
+            stale = self._memory is None or self._memory[0].sha256 != head.sha256
+            if stale:
+                # A first read after a change embeds what is new: say so once it takes a while.
+                with (
+                    shown(self.progress),
+                    working(f"reading {self.path}: its memory of {head.records} records"),
+                ):
+                    if self._grown() is None:
+                        self._rebuild()
             assert self._memory is not None
             return self._memory
 
@@ -240,8 +248,6 @@ class StoreReads(StoreState):
         if not rows or chained != head.sha256 or head.records != seen.records + len(rows):
             self.rebuilt_because = "records were deleted or replaced since the last read"
             return None
-        from muster_exact.core.progress import shown
-
         self._open_caches()
         with shown(self.progress):
             grown = memory.grown([json.loads(body) for body, _ in rows], self.memo)

@@ -111,8 +111,15 @@ def check(
         for store in benchmark_stores(manifest["benchmark"], data_dir):
             if store.name not in wanted:
                 continue
-            # The build's own bars stay off: one count per manifest reads better in a log.
-            memory = build(store.source, preset=manifest["preset"], models=manifest["models"], rules=rules)
+            # The count stands still while a store is built: a build that takes a while says
+            # what it is doing (its embedding's estimate), as every build does (issue 53).
+            memory = build(
+                store.source,
+                preset=manifest["preset"],
+                models=manifest["models"],
+                rules=rules,
+                progress=progress,
+            )
             for question in store.questions:
                 if question.id in pinned:
                     context = memory.context(question.text)

@@ -169,7 +169,8 @@ def test_a_closed_pipe_ends_the_cli_quietly(tmp_path, command: str, unbuffered: 
     and the exit status of a tool SIGPIPE stopped (141), as `yes | head -1` gives. Unbuffered
     (PYTHONUNBUFFERED=1), a print meets the closed pipe; buffered, the flush at the end does
     (after argparse's exit, for --help)."""
-    args = ("query", str(_records(tmp_path, 30)), QUESTION) if command == "query" else (command,)
+    # -q: a slow build on a busy machine says what it does on stderr (by time); this is about pipes.
+    args = ("-q", "query", str(_records(tmp_path, 30)), QUESTION) if command == "query" else (command,)
     read, write = os.pipe()
     os.close(read)
     env = {**_fresh_home(tmp_path, "home"), "PYTHONUNBUFFERED": unbuffered}
@@ -185,7 +186,7 @@ def test_a_closed_pipe_ends_the_cli_quietly(tmp_path, command: str, unbuffered: 
 def test_a_reader_that_stops_after_one_line(tmp_path) -> None:
     """`muster query F Q --json --explain | head -1` with an output far larger than the pipe."""
     path = _records(tmp_path, 60, words=40)
-    args = ("query", str(path), QUESTION, "--json", "--explain", "--units", "40")
+    args = ("-q", "query", str(path), QUESTION, "--json", "--explain", "--units", "40")
     process = _muster(*args, stdout=subprocess.PIPE, env=_fresh_home(tmp_path, "home"))
     assert process.stdout is not None and process.stderr is not None
     fcntl.fcntl(process.stdout, fcntl.F_SETPIPE_SZ, 4096)  # the smallest pipe: the writer must wait

@@ -179,7 +179,6 @@ def test_an_embedding_says_its_estimate_before_its_first_line(capsys) -> None:
     clock = Clock()
     with progress.shown(True):
         shown = progress.embedding(1000, now=clock)
-        assert isinstance(progress.embedding(progress.STEP_FROM - 1), progress.Silent)
     assert isinstance(progress.embedding(1000), progress.Silent)  # not asked for
     # The sample ends at 5% of the pieces (50, at 2 s: 25 pieces/s); then a line at each tenth.
     _at(clock, shown, [(0.5, 10), (1.0, 10), (2.0, 30), (4.0, 50), (6.0, 50), (8.0, 50)])
@@ -206,6 +205,54 @@ def test_a_long_embedding_is_estimated_after_its_first_seconds(capsys) -> None:
         "embedding 1,000,000 pieces: about 2 h 47 min on this machine "
         "(measured 100.0 pieces/s on the first 200)"
     ]
+
+
+def test_a_small_slow_embedding_is_estimated_by_time_not_by_count(capsys) -> None:
+    clock = Clock()
+    small = progress.STEP_FROM - 1
+    with progress.shown(True):
+        shown = progress.embedding(small, now=clock)
+    # Its 5% is one pass: no estimate then, only once it has worked for SAMPLE_S.
+    _at(clock, shown, [(0.5, 10), (1.5, 10), (progress.SAMPLE_S, 10)])
+    shown.close()
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"embedding {small} pieces: about 13 s on this machine (measured 15.0 pieces/s on the first 30)"
+    )
+
+
+def test_a_slow_small_step_and_slow_work_say_so_after_the_heartbeat(capsys) -> None:
+    import time
+
+    with progress.shown(True):
+        with progress.step("embed (m)", 3, "pieces"):  # quick and small: nothing
+            pass
+        with progress.working("building a memory", after=0.05):  # quick: nothing
+            pass
+        with (
+            progress.working("building a memory", after=0.05),
+            progress.working("inner work", after=0.01),  # the outer one speaks for it
+        ):
+            time.sleep(0.2)
+        with progress.step("embed (m)", 3, "pieces", shown_from=200):
+            pass
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "building a memory ..."
+    assert re.fullmatch(r"building a memory: done in 0:00", err[1])
+    assert len(err) == 2
+
+
+def test_work_not_shown_says_so_in_the_log(caplog) -> None:
+    import logging
+    import time
+
+    with (
+        caplog.at_level(logging.INFO, logger="muster_exact.core.progress"),
+        progress.working("reading s.muster: its memory of 9 records", after=0.05),
+    ):
+        time.sleep(0.2)
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "reading s.muster: its memory of 9 records ..."
+    assert said[1].startswith("reading s.muster: its memory of 9 records: done in ")
 
 
 def test_a_spread_order_takes_a_fair_share_of_every_part_first() -> None:

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,9 +93,12 @@ def _in_process(args: list[str]) -> int:
             cfg = compose("config", overrides=args, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)  # the run record reads the overrides from it
         log_format = cfg.hydra.job_logging.formatters.simple.format
+        log_stream = {"ext://sys.stdout": sys.stdout, "ext://sys.stderr": sys.stderr}[
+            cfg.hydra.job_logging.handlers.console.stream
+        ]
         with open_dict(cfg):
             del cfg["hydra"]
-        with _logging_to_stdout(log_format):
+        with _logging_as_the_app(log_format, log_stream):
             check(cfg)
             STAGES.get(cfg.stage.name)(cfg, REPO)
     except MusterError as exc:  # as harness.app answers it: one line, the error's exit code
@@ -104,10 +108,10 @@ def _in_process(args: list[str]) -> int:
 
 
 @contextlib.contextmanager
-def _logging_to_stdout(log_format: str) -> Iterator[None]:
-    """The app's log lines on stdout, as its Hydra logging config (``hydra/job_logging: stdout``)
-    writes them, for the block."""
-    handler = logging.StreamHandler(sys.stdout)
+def _logging_as_the_app(log_format: str, stream: Any) -> Iterator[None]:
+    """The app's log lines where its Hydra logging config (``conf/config.yaml``'s
+    ``hydra.job_logging``) writes them (stderr), for the block."""
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter(log_format))
     root = logging.getLogger()
     level = root.level

@@ -138,7 +138,8 @@ def test_the_record_gives_the_hashes_and_calls_out_the_cpu_replay(sources: repor
         "started_utc": "2026-01-01T00:00:00Z",
         "total_s": 12.5,
         "host": {"platform": "Linux", "cpus": 2, "python": "3.11.7"},
-        "steps": [{"step": "toy: contexts", "seconds": 3.0}],
+        "steps": [{"step": "toy: contexts", "seconds": 3.0, "kind": "embedding: toy"}],
+        "breakdown": {"embedding: toy": 3.0, "tables": 1.0},
         "hashes": [
             {"benchmark": "toy", "preset": "locomo.u20", "rules": "exact", "identical": 3, "total": 3},
             {
@@ -180,6 +181,8 @@ def test_the_record_gives_the_hashes_and_calls_out_the_cpu_replay(sources: repor
     assert "differs: q2" in html and "no pinned hashes at x.json" in html
     verdicts = re.findall(r'status-(\w+)">(\w+)</span>', hashes.group(0))
     assert verdicts == [("ok", "OK"), ("fail", "FAIL"), ("okish", "OKish"), ("fail", "FAIL")]
+    assert "Where the reproduction&#x27;s time went" in html or "Where the reproduction's time went" in html
+    assert "<td>embedding: toy</td><td>3</td><td>75%</td>" in html
     assert "FAILED" in html and "2026-01-01T00:00:00Z" in html
     write(sources.results / reproduction.RECORD, "{not json")
     assert "reproduce.json is not JSON" in report.page(sources, BENCHES)

@@ -84,6 +84,11 @@ def test_reproduce_checks_hashes_and_expected_scores_and_fails_on_a_changed_valu
     record = json.loads((tiny / "runs" / "reproduce.json").read_text())
     assert record["passed"] and all(e["identical"] == e["total"] > 0 for e in record["hashes"])
     assert {e["verdict"] for e in record["hashes"]} == {"OK"}
+    # Where the time went (issue 53): each step's kind, and seconds by kind.
+    kinds = {step["kind"] for step in record["steps"]}
+    assert {"embedding: mab (with muster's contexts at mab.u10)", "tables"} <= kinds
+    assert set(record["breakdown"]) == kinds | {"hashes and figures checked"}
+    assert all(seconds >= 0 for seconds in record["breakdown"].values())
 
     column, _ = edit_expected(expected, 0.001)  # within the default tolerance (0.005)
     okish = reproduce(tiny)

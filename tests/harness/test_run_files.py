@@ -94,9 +94,9 @@ def test_a_killed_holders_lock_is_taken_over_with_a_log_line(mab_run: Path) -> N
     assert holder.wait(timeout=60) == -signal.SIGKILL
     resumed = run_harness(mab_run, results)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "took over" in resumed.stdout and f"pid {holder.pid}" in resumed.stdout
+    assert "took over" in resumed.stderr and f"pid {holder.pid}" in resumed.stderr
     again = run_harness(mab_run, results)  # released cleanly this time: nothing to take over
-    assert again.returncode == 0 and "took over" not in again.stdout
+    assert again.returncode == 0 and "took over" not in again.stderr
 
 
 def test_duplicated_question_ids_are_refused_by_every_reader(mab_run: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_cut_off_last_line_is_recomputed_and_a_reader_never_cuts_it(mab_run: P
     assert path.read_bytes() == cut
     resumed = run_harness(mab_run, results, "stage.save_text=true")  # as the run it resumes
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"{path}:{len(lines)}" in resumed.stdout and "cut off" in resumed.stdout
+    assert f"{path}:{len(lines)}" in resumed.stderr and "cut off" in resumed.stderr
     assert path.read_bytes() == complete  # the cut question recomputed, byte for byte
     assert all(json.loads(x) for x in timings.read_text().splitlines())
     again = run_harness(mab_run, results, "stage=tables")
