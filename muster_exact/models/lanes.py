@@ -55,13 +55,56 @@ class Lanes:
     def __init__(self, count: int) -> None:
         self.count = count
         self._free = threading.BoundedSemaphore(count)
+
+    def run(self, passes: Sequence[Callable[[], None]], done: Callable[[int], None] | None = None) -> None:
+        """Run each pass on a lane, as many at once as lanes are free (a pass writes its own result);
+        ``done(index)`` is told in this thread as each one finishes. The first error (or an
+        interrupt here) is raised once the passes already running have ended; the rest never start."""
+        with _ONE_THREAD.held():
+            if len(passes) <= 1 or self.count == 1:
+                for index, compute in enumerate(passes):
+                    self._on_lane(compute)
+                    if done is not None:
+                        done(index)
+                return
+            stop = threading.Event()
+
+            def task(index: int) -> int:
+                if not stop.is_set():
+                    self._on_lane(passes[index])
+                return index
+
+            pool = ThreadPoolExecutor(min(self.count, len(passes)), thread_name_prefix="muster-lane")
+            try:
+                pending = {pool.submit(task, i) for i in range(len(passes))}
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    for future in finished:
+                        index = future.result()  # raises a pass's error
+                        if done is not None:
+                            done(index)
+            except BaseException:
+                stop.set()  # a pass failed, or Ctrl-C: the passes not yet started never start
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _on_lane(self, compute: Callable[[], None]) -> None:
+        with self._free:
+            compute()
+
+
+class _OneBlasThread:
+    """OpenBLAS's thread count is the process's: one count of the blocks that want one thread,
+    whichever lanes they come from, set to one by the first and given back by the last."""
+
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._users = 0
         self._limited: Any = None
 
     @contextlib.contextmanager
-    def one_blas_thread(self) -> Iterator[None]:
-        """Within this block (and while any other thread is inside one), BLAS runs one thread."""
+    def held(self) -> Iterator[None]:
         with self._lock:
             if self._users == 0:
                 self._limited = _blas_limit(1)
@@ -75,40 +118,8 @@ class Lanes:
                     self._limited.restore_original_limits()
                     self._limited = None
 
-    def run(self, passes: Sequence[Callable[[], None]], done: Callable[[int], None] | None = None) -> None:
-        """Run each pass on a lane, as many at once as lanes are free (a pass writes its own result);
-        ``done(index)`` is told in this thread as each one finishes. The first error is raised here
-        once the passes already running have ended; the rest are not started."""
-        with self.one_blas_thread():
-            if len(passes) <= 1 or self.count == 1:
-                for index, compute in enumerate(passes):
-                    self._on_lane(compute)
-                    if done is not None:
-                        done(index)
-                return
-            failed = threading.Event()
 
-            def task(index: int) -> int:
-                if not failed.is_set():
-                    try:
-                        self._on_lane(passes[index])
-                    except BaseException:
-                        failed.set()
-                        raise
-                return index
-
-            with ThreadPoolExecutor(min(self.count, len(passes)), thread_name_prefix="muster-lane") as pool:
-                pending = {pool.submit(task, i) for i in range(len(passes))}
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                    for future in finished:
-                        index = future.result()  # raises a pass's error
-                        if done is not None and not failed.is_set():
-                            done(index)
-
-    def _on_lane(self, compute: Callable[[], None]) -> None:
-        with self._free:
-            compute()
+_ONE_THREAD = _OneBlasThread()
 
 
 _CONTROLLER: Any = None
@@ -164,4 +175,4 @@ def set_lanes(count: int) -> None:
 def one_blas_thread() -> contextlib.AbstractContextManager[None]:
     """BLAS on one thread for this block (see the module doc): the dense channel's scoring uses it
     too, so a read's small products never start a thread per core."""
-    return LANES.one_blas_thread()
+    return _ONE_THREAD.held()

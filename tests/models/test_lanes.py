@@ -136,6 +136,11 @@ def test_an_error_in_one_pass_is_raised_and_the_rest_are_not_started() -> None:
     with pytest.raises(ValueError, match="pass 0"):
         lanes.Lanes(1).run([one(i) for i in range(50)])
     assert started == [0]
+    started.clear()
+    with pytest.raises(ValueError, match="pass 0"):
+        lanes.Lanes(2).run([one(i) for i in range(500)])  # on two lanes: the rest are cancelled
+    assert 0 in started and len(started) < 500
+    assert not lanes._ONE_THREAD._users  # the BLAS count given back after the error too
 
 
 def test_a_slow_small_build_says_what_it_is_doing(texts, monkeypatch, capsys) -> None:
