@@ -23,7 +23,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 # The usual ways to tell a numeric process how many threads it may use; the first one set (to a
@@ -78,7 +78,7 @@ class Lanes:
             try:
                 pending = {pool.submit(task, i) for i in range(len(passes))}
                 while pending:
-                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in finished:
                         index = future.result()  # raises a pass's error
                         if done is not None:

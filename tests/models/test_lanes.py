@@ -155,3 +155,20 @@ def test_a_slow_small_build_says_what_it_is_doing(texts, monkeypatch, capsys) ->
     assert lines[0] == "building a memory ..."
     assert any(line.startswith("embed (") and line.endswith("pieces ...") for line in lines)
     assert lines[-1].startswith("building a memory: done in ")
+
+
+def test_each_pass_is_told_as_it_finishes_not_at_the_end() -> None:
+    # Every pass but the first waits until the first one has been told done: told only at the
+    # end (as a wait for the first error would), they would each wait out their timeout.
+    told = threading.Event()
+    waited_out: list[int] = []
+
+    def one(index: int):
+        def compute() -> None:
+            if index and not told.wait(timeout=10):
+                waited_out.append(index)
+
+        return compute
+
+    lanes.Lanes(2).run([one(i) for i in range(6)], lambda index: told.set())
+    assert waited_out == []
