@@ -256,8 +256,8 @@ def step(desc: str, count: int, unit: str, *, shown_from: int = STEP_FROM) -> It
 @contextlib.contextmanager
 def working(desc: str, *, after: float | None = None) -> Iterator[None]:
     """A block of work that says what it is doing once it has run ``after`` seconds (default
-    :data:`HEARTBEAT_S`; ``desc ...``)
-    and, if it said so, how long it took as it ends (``desc: done in 0:12``). Where progress is
+    :data:`HEARTBEAT_S`; ``desc ...``) and, if it said so, how long it took as it ends (``desc:
+    done in 0:12``; nothing more if it raised). Where progress is
     shown the lines go to stderr; elsewhere (a server) to the log at INFO, so a slow first read
     shows in the server's log too. Quick work says nothing; so does work inside another
     ``working`` block (the outer one says what is going on)."""
