@@ -17,7 +17,6 @@ kept its speed; on fair scheduling a case that needs every core cannot do better
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -33,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+from bench_common import parser as bench_parser
 from bench_common import wait_until_healthy, write_report
 from bench_replicas import free_port
 
@@ -114,9 +114,7 @@ def first_context_after_add(records: list[dict[str, str]], home: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("MUSTER_DATA", "../shared/data")))
-    parser.add_argument("--out", type=Path, default=Path("results/bench/busy.md"))
+    parser = bench_parser(__doc__, "results/bench/busy.md")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each case per condition (median)")
     parser.add_argument("--neighbour-s", type=float, default=900.0, help="the longest a neighbour spins")
     args = parser.parse_args()

@@ -1,9 +1,19 @@
-"""What the benchmark scripts share: writing a report, waiting for a server to answer."""
+"""What the benchmark scripts share: their parser, writing a report, waiting for a server."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import time
 from pathlib import Path
+
+
+def parser(doc: str, out: str) -> argparse.ArgumentParser:
+    """A bench script's parser: ``--data`` (the benchmark data) and ``--out`` (its report)."""
+    found = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    found.add_argument("--data", type=Path, default=Path(os.environ.get("MUSTER_DATA", "../shared/data")))
+    found.add_argument("--out", type=Path, default=Path(out))
+    return found
 
 
 def write_report(out: Path, lines: list[str]) -> None:

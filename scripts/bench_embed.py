@@ -18,13 +18,13 @@ the third times one short query, as a read embeds it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench_common import parser as bench_parser
 from bench_common import write_report
 from threadpoolctl import threadpool_limits
 
@@ -155,11 +155,7 @@ def query_times() -> list[tuple[str, float, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("MUSTER_DATA", "../shared/data")))
-    parser.add_argument("--out", type=Path, default=Path("results/bench/embed.md"))
+    parser = bench_parser(__doc__, "results/bench/embed.md")
     args = parser.parse_args()
     lines = [
         "# embedding cost: whole units vs pieces (cpu-small)",

@@ -13,8 +13,6 @@ overlapping windows. No model runs: the counts come from the cut and the embedde
 
 from __future__ import annotations
 
-import argparse
-import os
 import platform
 import sys
 from datetime import UTC, datetime
@@ -23,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_common import parser as bench_parser  # noqa: E402
 from bench_common import write_report  # noqa: E402
 
 from harness.report.reproduction import MODELS, presets_of, reproduced  # noqa: E402
@@ -32,7 +31,6 @@ from muster_exact.models import load_window, profile  # noqa: E402
 from muster_exact.rules import EXACT, NATIVE  # noqa: E402
 from muster_exact.text.tokens import count  # noqa: E402
 from muster_exact.verify.corpora import benchmark_stores  # noqa: E402
-
 
 # The BEAM chats make reproduce builds (the harness's default scale).
 REPRODUCED_BEAM = "beam-100K-"
@@ -62,9 +60,7 @@ def read_counts(benchmark: str, data: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("MUSTER_DATA", "../shared/data")))
-    parser.add_argument("--out", type=Path, default=Path("results/bench/pieces.md"))
+    parser = bench_parser(__doc__, "results/bench/pieces.md")
     args = parser.parse_args()
     lines = [
         "# word pieces read per word stored (issue 53)",

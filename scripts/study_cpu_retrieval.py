@@ -256,8 +256,10 @@ def _scored_stores(tasks: list[Task], jobs: int) -> dict[tuple[str, int], Scores
 
 
 def _usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity: a container's share, not the host's)."""
-    return len(os.sched_getaffinity(0))
+    """The cores this process may run on (its CPU affinity), as the embedder's lanes count them."""
+    from muster_exact.models.lanes import cores
+
+    return cores()
 
 
 def _blas_threads(threads: int) -> None:
