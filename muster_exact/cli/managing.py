@@ -66,11 +66,15 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_update(args: argparse.Namespace) -> int:
-    from muster_exact.serve.backend import update_in
+    """``--record JSON`` replaces the whole record (:meth:`Store.update`); TEXT and the field
+    options change those fields and keep the others (:meth:`Store.patch`)."""
+    from muster_exact.serve.backend import erasing
 
-    record = _record_of(args)
+    replace = args.record is not None
+    change = _whole_record(args) if replace else _changed_fields(args)
     with _open_store(args) as store:  # an update never creates a store
-        result = update_in(store, args.id, record)
+        write = store.update if replace else store.patch
+        result = erasing(lambda: write(args.id, change))
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -86,29 +90,40 @@ def _cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_of(args: argparse.Namespace) -> object:
-    """The record an update writes: TEXT with --speaker/--time/--metadata, or --record JSON."""
-    if args.record is not None:
-        if args.text is not None or args.speaker or args.time or args.metadata:
-            raise InputError(
-                "give the record as TEXT (with --speaker, --time, --metadata) or as --record, not both"
-            )
+def _whole_record(args: argparse.Namespace) -> object:
+    """The record ``--record JSON`` gives, alone."""
+    if args.text is not None or args.speaker or args.time or args.metadata or args.remove:
+        raise InputError(
+            "give the fields to change (TEXT, --speaker, --time, --metadata, --remove) or the whole "
+            "record as --record, not both"
+        )
+    try:
+        return json.loads(args.record)
+    except ValueError:
+        raise InputError("--record is not JSON; give an object with 'text'") from None
+
+
+def _changed_fields(args: argparse.Namespace) -> dict[str, object]:
+    """The fields TEXT, --speaker, --time, --metadata set and --remove drops; the record's other
+    fields stay as they are."""
+    fields: dict[str, object] = {field: None for field in args.remove or ()}
+    for field, value in (("text", args.text), ("speaker", args.speaker), ("time", args.time)):
+        if value is not None:
+            if field in fields:
+                raise InputError(f"--remove {field} and a new {field} at once; give one of them")
+            fields[field] = value
+    if args.metadata is not None:
+        if "metadata" in fields:
+            raise InputError("--remove metadata and --metadata at once; give one of them")
         try:
-            return json.loads(args.record)
-        except ValueError:
-            raise InputError("--record is not JSON; give an object with 'text'") from None
-    if args.text is None:
-        raise InputError("give the new text (muster update --store F ID TEXT) or --record JSON")
-    record: dict[str, object] = {"text": args.text}
-    if args.speaker:
-        record["speaker"] = args.speaker
-    if args.time:
-        record["time"] = args.time
-    if args.metadata:
-        try:
-            record["metadata"] = json.loads(args.metadata)
+            fields["metadata"] = json.loads(args.metadata)
         except ValueError:
             raise InputError(
                 '--metadata is not JSON; give a JSON value, e.g. \'{"room": "kitchen"}\''
             ) from None
-    return record
+    if not fields:
+        raise InputError(
+            "nothing to change: give the new TEXT, --speaker, --time, --metadata or --remove FIELD "
+            "(or the whole record as --record JSON)"
+        )
+    return fields

@@ -154,17 +154,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser(
         "update",
-        help="replace one record in place (same id, same place); its old text is erased as forget erases",
-        description="Replace the record ID with TEXT (and --speaker, --time, --metadata), or with "
-        f"--record JSON. Exit 0: done; {ERASE_PENDING_EXIT}: updated, but another connection's read "
-        "keeps the old text on disk until the store's next open or write; 2: refused.",
+        help="change one record in place (same id, same place); its old text is erased as forget erases",
+        description="Change the fields given (TEXT, --speaker, --time, --metadata; --remove drops one) "
+        "and keep the record's others, or replace the whole record with --record JSON. Exit 0: done; "
+        f"{ERASE_PENDING_EXIT}: updated, but another connection's read keeps the old text on disk "
+        "until the store's next open or write; 2: refused.",
     )
     p.add_argument("id", metavar="ID", help="the record's id (muster list shows them)")
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the new text")
-    p.add_argument("--speaker")
-    p.add_argument("--time")
-    p.add_argument("--metadata", metavar="JSON", help="any JSON value, kept with the record")
-    p.add_argument("--record", metavar="JSON", help='the whole record: {"text": ..., "speaker": ...}')
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the new text (the other fields are kept)")
+    p.add_argument("--speaker", help="the new speaker")
+    p.add_argument("--time", help="the new time")
+    p.add_argument(
+        "--metadata", metavar="JSON", help="any JSON value; an object merges into the stored one key by key"
+    )
+    p.add_argument(
+        "--remove",
+        action="append",
+        choices=("speaker", "time", "metadata"),
+        metavar="FIELD",
+        help="drop this field: speaker, time or metadata (repeatable)",
+    )
+    p.add_argument(
+        "--record",
+        metavar="JSON",
+        help='the whole record, replacing every field: {"text": ..., "speaker": ...} (what it leaves out '
+        "is gone)",
+    )
     _store_options(p, f"{STORE} (never created)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_cmd_update)

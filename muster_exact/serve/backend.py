@@ -1,5 +1,5 @@
 """The one backend every server and integration calls: remember, recall, search, inspect, forget,
-update, records, export, info.
+update, patch, records, export, import, info.
 
 Each operation takes the values a caller sent, exactly as sent (no server
 coerces or defaults them first), validates them with the library's own
@@ -43,7 +43,7 @@ from muster_exact.store.dump import DEFAULT_PAGE, checked_page, dumped
 from muster_exact.store.engines.postgres import is_postgres
 from muster_exact.store.engines.postgres import shown as shown_url
 from muster_exact.store.results import EMPTY_HEAD, UpdateResult, no_record
-from muster_exact.store.validation import checked_delete, checked_id, validate
+from muster_exact.store.validation import checked_delete, checked_fields, checked_id, validate
 from muster_exact.store.where import checked_where
 
 TOKEN_ENV = "MUSTER_HTTP_TOKEN"  # the HTTP server's bearer token (here: the CLI's help names it too)
@@ -228,6 +228,28 @@ class Backend:
                 validate([record])  # a bad record is refused as it is for a namespace that exists
                 raise no_record(record_id, self._name(namespace), "nothing updated")
             return update_in(store, record_id, record)
+
+    def patch(self, record_id: Any, fields: Any, namespace: Any = None) -> dict[str, Any]:
+        """Change the fields given and keep the others (:meth:`Store.patch`); otherwise as
+        :meth:`update`."""
+        record_id = checked_id(record_id, "the record id")
+        with self._using(namespace, create=False) as store:
+            if store is None:
+                checked_fields(fields, record_id)  # bad fields are refused as for a namespace that exists
+                raise no_record(record_id, self._name(namespace), "nothing updated")
+            return erasing(lambda: store.patch(record_id, fields))
+
+    def import_lines(self, lines: Any) -> dict[str, Any]:
+        """Write the lines of an export (each to its own namespace) with ``muster import``'s rules
+        (:meth:`Store.import_records`): all checked first, one transaction, a record already there
+        as in the dump skipped, so the same dump twice adds nothing."""
+        if isinstance(lines, Sequence) and len(lines) > MAX_RECORDS_PER_CALL:
+            raise InputError(
+                f"{len(lines):,} lines in one call; send at most {MAX_RECORDS_PER_CALL:,} per call"
+            )
+        with self._using(None, create=True) as store:
+            assert store is not None
+            return store.import_records(lines).to_dict()
 
     def records(self, namespace: Any = None, limit: Any = DEFAULT_PAGE, offset: Any = 0) -> dict[str, Any]:
         """A page of a namespace's records in stored order (:meth:`Store.list_records`) and the

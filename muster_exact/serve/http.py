@@ -5,8 +5,9 @@
     curl -s localhost:8765/v1/context -H 'Content-Type: application/json' -d '{"query":"Where is the mug?"}'
 
 Routes: ``POST /v1/add``, ``POST /v1/context``, ``POST /v1/search``,
-``POST /v1/inspect``, ``POST /v1/delete``, ``PUT /v1/records/{id}``,
-``GET /v1/records``, ``GET /v1/export``, ``GET /v1/info``, ``GET /healthz``;
+``POST /v1/inspect``, ``POST /v1/delete``, ``PUT /v1/records/{id}`` (the whole record),
+``PATCH /v1/records/{id}`` (the fields given), ``GET /v1/records``, ``GET /v1/export``,
+``POST /v1/import``, ``GET /v1/info``, ``GET /healthz``;
 the OpenAPI document at ``/openapi.json``, its reference page at ``/docs``
 and the inspector page at ``/`` (:mod:`muster_exact.serve.pages`: open paths,
 no data in them). Binds 127.0.0.1 unless told otherwise. A delete is a
@@ -41,28 +42,31 @@ import logging
 import socket
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, WithJsonSchema
+from pydantic import BaseModel
 
 from muster_exact.core.errors import InputError, MusterError, RequestConflict, ResourceMissing
 from muster_exact.core.limits import (
     DEFAULT_MAX_BODY,
-    MAX_ID_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_RECORD_CHARS,
-    MAX_RECORDS_PER_CALL,
-    MAX_UNITS,
 )
 from muster_exact.core.optional import MissingExtra
 from muster_exact.core.version import __version__
-from muster_exact.derive.declared import FORMATS
 from muster_exact.serve.backend import TOKEN_ENV, Backend, ServeError, check_fields
 from muster_exact.serve.budget import Limits
 from muster_exact.serve.guard import Guard
+from muster_exact.serve.http_bodies import (
+    AddIn,
+    DeclaredIn,
+    DeleteIn,
+    ImportIn,
+    PatchIn,
+    QueryIn,
+    UpdateIn,
+)
 from muster_exact.serve.pages import add_pages
 from muster_exact.store import StoreError
 from muster_exact.store.dump import DEFAULT_PAGE
@@ -73,104 +77,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 
 
-# --- request bodies: the shape here, the values in the library ----------------------------
-# Each field is taken as sent (``Any``: no coercion, no default filled in) and documented in the
-# OpenAPI schema with the type the library accepts; the backend validates it.
-
-_TEXT = {"type": "string", "minLength": 1}
-_NAME = {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_ID_CHARS}
-_RECORD = {
-    "anyOf": [
-        {**_TEXT, "maxLength": MAX_RECORD_CHARS},
-        {
-            "type": "object",
-            "required": ["text"],
-            "properties": {
-                "text": {**_TEXT, "maxLength": MAX_RECORD_CHARS},
-                "speaker": {"type": ["string", "number", "null"]},
-                "role": {"type": ["string", "number", "null"]},
-                "time": {"type": ["string", "number", "null"]},
-                "id": {"type": ["string", "integer"], "minLength": 1, "maxLength": MAX_ID_CHARS},
-                "metadata": {"description": "any JSON value; kept, not shown"},
-            },
-        },
-    ]
+_OLD_TEXT_PENDING: dict[int | str, dict[str, Any]] = {
+    202: {"description": "Changed; the old text is still on disk until the reads holding it end"}
 }
-_RECORDS = {"type": "array", "items": _RECORD, "minItems": 1, "maxItems": MAX_RECORDS_PER_CALL}
-Records = Annotated[Any, WithJsonSchema(_RECORDS)]  # a list: the backend says so, as MCP's does
-Name = Annotated[Any, WithJsonSchema(_NAME)]
-Query = Annotated[Any, WithJsonSchema({**_TEXT, "maxLength": MAX_QUERY_CHARS})]
-Units = Annotated[Any, WithJsonSchema({"type": ["integer", "null"], "minimum": 1, "maximum": MAX_UNITS})]
-
-
-class AddIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    records: Records
-    request_id: Name = None
-    namespace: Name = None
-
-
-Ids = Annotated[
-    Any,
-    WithJsonSchema(
-        {
-            "type": ["array", "null"],
-            "items": {"type": ["string", "integer"], "minLength": 1, "maxLength": MAX_ID_CHARS},
-            "minItems": 1,
-            "maxItems": MAX_RECORDS_PER_CALL,
-        }
-    ),
-]
-
-
-class DeleteIn(BaseModel):
-    """Record ids, or the request id of an add: exactly one of them."""
-
-    model_config = ConfigDict(extra="forbid")
-    ids: Ids = None
-    request_id: Name = None
-    namespace: Name = None
-
-
-_WHERE = {
-    "type": ["object", "null"],
-    "description": "only records that match are candidates: speaker (a name or a list), time "
-    '({"from": ISO 8601, "to": ISO 8601}), metadata (equality on each key)',
-    "properties": {
-        "speaker": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-        "time": {"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"}}},
-        "metadata": {"type": "object"},
-    },
-    "additionalProperties": False,
-}
-
-
-class QueryIn(BaseModel):
-    # A missing query is no query (None): the library refuses it as MCP and Python callers see it.
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"required": ["query"]})
-    query: Query = None
-    units: Units = None
-    namespace: Name = None
-    where: Annotated[Any, WithJsonSchema(_WHERE)] = None
-
-
-class UpdateIn(BaseModel):
-    """The record that replaces the one the path names (its id stays)."""
-
-    model_config = ConfigDict(extra="forbid")
-    record: Annotated[Any, WithJsonSchema(_RECORD)]
-    namespace: Name = None
-
-
-class DeclaredIn(BaseModel):
-    """A declared-record envelope (``format``, ``records``) and a query; nothing is stored."""
-
-    model_config = ConfigDict(extra="forbid")
-    format: Annotated[Any, WithJsonSchema({"type": "string", "enum": FORMATS.names()})]
-    records: Annotated[Any, WithJsonSchema(_RECORDS)]  # the envelope reader checks it: one message
-    query: Query
-    units: Units = None
-
 
 # OpenAPI links: after an add, read the namespace it wrote (what a stateful test client follows).
 _ADDED_NAMESPACE = "$response.body#/head/namespace"
@@ -296,18 +205,26 @@ def create_app(
         result = backend.forget(body.ids, body.request_id, body.namespace)
         return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
 
-    @app.put(
-        "/v1/records/{record_id:path}",
-        operation_id="update",
-        responses={
-            202: {"description": "Updated; the old text is still on disk until the reads holding it end"}
-        },
-    )
+    @app.put("/v1/records/{record_id:path}", operation_id="update", responses=_OLD_TEXT_PENDING)
     def update(record_id: str, body: UpdateIn) -> Any:
         """Replace one record in place (same id, same place in the stored order); its old text is
         erased as a delete erases it. 200, or 202 with ``erase_pending`` as for a delete."""
         result = backend.update(record_id, body.record, body.namespace)
         return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
+
+    @app.patch("/v1/records/{record_id:path}", operation_id="patch", responses=_OLD_TEXT_PENDING)
+    def patch(record_id: str, body: PatchIn) -> Any:
+        """Change the fields given and keep the others (a JSON merge patch, RFC 7396: null removes
+        a field, metadata merges key by key); otherwise as ``PUT``, which replaces the whole record."""
+        result = backend.patch(record_id, body.fields, body.namespace)
+        return JSONResponse(status_code=202, content=result) if result["erase_pending"] else result
+
+    @app.post("/v1/import", operation_id="import")
+    def import_(body: ImportIn) -> dict[str, Any]:
+        """Write the lines of an export (``GET /v1/export``, ``muster export``), each to its own
+        namespace, as ``muster import`` does: all checked first, then one transaction; a record
+        already there as in the dump is skipped, so the same dump twice adds nothing."""
+        return backend.import_lines(body.lines)
 
     @app.get("/v1/records", operation_id="records")
     def records(namespace: str | None = None, limit: int = DEFAULT_PAGE, offset: int = 0) -> dict[str, Any]:

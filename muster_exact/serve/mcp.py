@@ -7,7 +7,7 @@ Claude Desktop-style configuration::
     {"mcpServers": {"muster": {"command": "muster", "args": ["mcp", "--store", "/path/to/agent.muster"]}}}
 
 Tools: ``remember``, ``remember_many``, ``recall``, ``search_memory``,
-``forget``, ``update_memory``, ``list_memories``, ``memory_info``.
+``forget``, ``update_memory``, ``import_memories``, ``list_memories``, ``memory_info``.
 Arguments reach the backend as the client sent them (the SDK neither
 coerces nor parses them), so the library's validation refuses bad
 input with the same message as over HTTP. A typed library error becomes a
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     Count: TypeAlias = Any
     Records: TypeAlias = Any
     Ids: TypeAlias = Any
+    Lines: TypeAlias = Any
 else:
     # Annotated as ``str`` so the SDK neither coerces a value ("5" -> 5) nor parses a string that
     # looks like JSON ("null" -> None); the validator hands the value on as sent, the library checks it.
@@ -66,6 +67,7 @@ else:
     Count = Annotated[str, _AS_SENT, WithJsonSchema({"type": ["integer", "null"], "minimum": 0})]
     # Not ``str``: clients that send a list as a JSON string (Claude Desktop does) get it parsed.
     Records = Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": ["string", "object"]}})]
+    Lines = Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "object"}})]
     Ids = Annotated[
         Any,
         WithJsonSchema(
@@ -164,17 +166,30 @@ def create_server(backend: Backend) -> Any:
     @server.tool()
     def update_memory(
         id: Text,
-        text: Text,
+        text: OptionalText = None,
         speaker: OptionalText = None,
         time: OptionalText = None,
         metadata: AnyJSON = None,
         namespace: OptionalText = None,
     ) -> dict[str, Any]:
-        """Replace one record (its id as list_memories or search_memory show it) with new text,
-        in place: the same id, the same place in the order. The old text leaves the store's
-        files as forget's does. Fields as remember; erase_pending as forget."""
-        record = _record(text, speaker, time, metadata)
-        return answer(lambda: backend.update(id, record, namespace))
+        """Change one record (its id as list_memories or search_memory show it) in place: the
+        fields given change, the others are kept (metadata, an object, merges key by key); the
+        same id, the same place in the order. The old text leaves the store's files as forget's
+        does. Fields as remember; erase_pending as forget."""
+        fields = {
+            key: value
+            for key, value in (("text", text), ("speaker", speaker), ("time", time), ("metadata", metadata))
+            if value is not None
+        }
+        return answer(lambda: backend.patch(id, fields, namespace))
+
+    @server.tool()
+    def import_memories(lines: Lines) -> dict[str, Any]:
+        """Write back the lines of an export (GET /v1/export or muster export: one object per
+        record, {"namespace", "record", "request_id"}), each to its own namespace. All are
+        checked first and written in one transaction; a record already there as in the export is
+        skipped, so importing the same lines twice adds nothing. Up to 10,000 lines a call."""
+        return answer(lambda: backend.import_lines(lines))
 
     @server.tool()
     def list_memories(

@@ -84,6 +84,11 @@ class StoreDump(StoreState):
     def import_records(self, lines: Iterable[Any]) -> ImportResult:
         """Write export lines back (see the module's docstring): all checked first, then one
         transaction; no model is called."""
+        if isinstance(lines, (str, bytes, bytearray, Mapping)) or not isinstance(lines, Iterable):
+            raise InputError(
+                "an import takes a list of export lines (what `muster export` and GET /v1/export "
+                f"write), not {type(lines).__name__}"
+            )
         entries = [checked_line(line, n, self.has_namespace) for n, line in enumerate(lines, start=1)]
         self._check_writable()
         with self._lock:

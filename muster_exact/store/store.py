@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,10 @@ from muster_exact.store.validation import (
     canonical,
     check_namespace,
     checked_delete,
+    checked_fields,
     checked_id,
     checked_request_id,
+    patched,
     validate,
 )
 
@@ -213,8 +215,9 @@ class Store(StoreDump, StoreReads):
     def update(self, record_id: Any, record: Any) -> UpdateResult:
         """Replace one record (its text, speaker, time and metadata) in place: its id and its place
         in the stored order stay, and the next read equals a fresh build over the records as they
-        are now. The old text is erased as :meth:`delete` erases it (:class:`ErasePending` the
-        same way); one history line says when the record changed, never what it said."""
+        are now; a field the new record lacks is gone (:meth:`patch` keeps what it is not given).
+        The old text is erased as :meth:`delete` erases it (:class:`ErasePending` the same way);
+        one history line says when the record changed, never what it said."""
         record_id = checked_id(record_id, "the record id")
         item = validate([record])[0]
         if item.setdefault("id", record_id) != record_id:
@@ -222,21 +225,33 @@ class Store(StoreDump, StoreReads):
                 f"the record carries id {item['id']!r} but updates {record_id!r}; an update keeps the "
                 "record's id (leave 'id' out, or delete and add to rename)"
             )
+        return self._replace(record_id, lambda _stored: item)
+
+    @guarded
+    def patch(self, record_id: Any, fields: Any) -> UpdateResult:
+        """Change the fields given and keep the others, as :meth:`update` otherwise: a JSON merge
+        patch (RFC 7396; a field given as None is removed, ``metadata`` merges key by key), read and
+        written in one transaction, so a concurrent change is never lost."""
+        record_id = checked_id(record_id, "the record id")
+        fields = checked_fields(fields, record_id)
+        return self._replace(record_id, lambda stored: patched(stored, fields, record_id))
+
+    def _replace(self, record_id: str, new: Callable[[dict[str, Any]], dict[str, Any]]) -> UpdateResult:
         self._check_writable()
         with self._lock:
-            result = self._update(record_id, item)
+            result = self._update(record_id, new)
             if result.changed:
                 self._erase(result, f"updated record {record_id!r} in {self.path}, but its old text")
         return result
 
-    def _update(self, record_id: str, item: dict[str, Any]) -> UpdateResult:
-        body = canonical(item)
+    def _update(self, record_id: str, new: Callable[[dict[str, Any]], dict[str, Any]]) -> UpdateResult:
         with transaction(self._db):
             row = self._db.execute(
                 "SELECT record FROM records WHERE namespace = ? AND id = ?", (self.namespace, record_id)
             ).fetchone()
             if row is None:
                 raise no_record(record_id, self.namespace, "nothing updated")
+            body = canonical(new(json.loads(row[0])))
             if row[0] == body:  # the same record again: nothing to write, nothing to erase
                 return UpdateResult(record_id, self._head(), changed=False)
             self._db.execute(

@@ -11,7 +11,7 @@ from typing import Any
 
 from muster_exact.core.errors import InputError
 from muster_exact.core.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_RECORD_CHARS
-from muster_exact.text.records import SPEAKER_KEYS, TIME_KEYS, checked_record
+from muster_exact.text.records import SPEAKER_KEYS, TEXT_KEYS, TIME_KEYS, checked_record
 
 
 def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
@@ -186,3 +186,58 @@ def check_unicode(text: str, where: str) -> None:
 
 def canonical(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def checked_fields(fields: Any, record_id: str) -> dict[str, Any]:
+    """The fields a change (:func:`patched`) is given, checked before the record is read: an object
+    with at least one field, no None for the text, no other id."""
+    if not isinstance(fields, Mapping):
+        raise InputError(
+            f'the fields to change must be an object such as {{"text": "..."}}, not {type(fields).__name__}'
+        )
+    if not fields:
+        raise InputError("nothing to change: give at least one field (text, speaker, time, metadata)")
+    if any(key in fields and fields[key] is None for key in TEXT_KEYS):
+        raise InputError("a record's text cannot be removed; give new text, or delete the record")
+    if "id" in fields and fields["id"] is not None and str(fields["id"]) != record_id:
+        raise InputError(
+            f"the fields carry id {fields['id']!r} but change {record_id!r}; a change keeps the "
+            "record's id (leave 'id' out, or delete and add to rename)"
+        )
+    changes: dict[str, Any] = {key: value for key, value in fields.items() if key != "id"}
+    # Each value checked as an added record's is, before the record is read: a bad value is
+    # refused as it is for an update, whether or not the record is there.
+    given = {key: value for key, value in changes.items() if value is not None}
+    if not any(key in given for key in TEXT_KEYS):
+        given["text"] = "-"  # any text: only the fields given are being checked
+    validate([given])
+    return changes
+
+
+def patched(record: Mapping[str, Any], fields: Mapping[str, Any], record_id: str) -> dict[str, Any]:
+    """``record`` with ``fields`` (:func:`checked_fields`) applied as a JSON merge patch (RFC 7396),
+    checked as an added record is: a field given replaces the stored one (objects, such as
+    ``metadata``, merge key by key), a field given as None is removed, every other field is kept.
+    A field names its alias group: ``speaker`` replaces a stored ``role``, ``time`` a stored
+    ``date``."""
+    kept = dict(record)
+    for group in (TEXT_KEYS, SPEAKER_KEYS, TIME_KEYS):
+        if any(key in fields for key in group):
+            for key in group:
+                kept.pop(key, None)
+    merged: dict[str, Any] = {**_merge_patch(kept, fields), "id": record_id}
+    return validate([merged])[0]
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396, section 2: an object merges key by key (None removes a key); anything else
+    replaces the target whole."""
+    if not isinstance(patch, Mapping):
+        return patch
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge_patch(out.get(key), value)
+    return out

@@ -1,5 +1,6 @@
-"""Managing a memory over the real HTTP server and the real MCP client: list, export, update, and
-a reused request id that is a conflict, not a silent replay. Real LoCoMo turns."""
+"""Managing a memory over the real HTTP server and the real MCP client: list, export, import,
+update (the whole record) and patch (the fields given), and a reused request id that is a
+conflict, not a silent replay. Real LoCoMo turns."""
 
 from __future__ import annotations
 
@@ -100,6 +101,54 @@ def test_an_update_over_http_reads_as_the_new_text(running: tuple[Server, Path])
     assert moved.status_code == 200 and moved.json()["id"] == "notes/1", moved.text
 
 
+def test_a_patch_over_http_keeps_the_fields_it_is_not_given(running: tuple[Server, Path]) -> None:
+    server, store = running
+    url = f"{server.url}/v1/records/D1:5"
+    with Store.open(store, models=MODELS) as opened:
+        before = next(r for r in opened.records() if r["id"] == "D1:5")
+    assert before.get("speaker") and before.get("time"), before
+    reply = httpx.patch(url, json={"fields": {"text": "We met at the old library."}}, timeout=120)
+    assert reply.status_code == 200 and reply.json()["changed"], reply.text
+    page = httpx.get(f"{server.url}/v1/records", params={"limit": 10}, timeout=60).json()
+    after = next(line["record"] for line in page["records"] if line["record"]["id"] == "D1:5")
+    assert after == {**before, "text": "We met at the old library."}  # speaker, time, metadata kept
+    merged = httpx.patch(url, json={"fields": {"metadata": {"seen": True}, "time": None}}, timeout=120)
+    assert merged.status_code == 200, merged.text
+    page = httpx.get(f"{server.url}/v1/records", params={"limit": 10}, timeout=60).json()
+    after = next(line["record"] for line in page["records"] if line["record"]["id"] == "D1:5")
+    expected = {k: v for k, v in before.items() if k != "time"}
+    assert after == {**expected, "text": "We met at the old library.", "metadata": {"n": 4, "seen": True}}
+    missing = httpx.patch(f"{server.url}/v1/records/nope", json={"fields": {"text": "x"}}, timeout=60)
+    assert missing.status_code == 422 and "nothing updated" in missing.json()["detail"]
+    gone = httpx.patch(url, json={"fields": {"text": None}}, timeout=60)
+    assert gone.status_code == 422 and "text cannot be removed" in gone.json()["detail"]
+
+
+def test_an_export_imported_twice_over_http_adds_nothing_the_second_time(
+    running: tuple[Server, Path],
+) -> None:
+    server, _ = running
+    exported = httpx.get(f"{server.url}/v1/export", timeout=60).text
+    lines = [{**json.loads(line), "namespace": "copy"} for line in exported.splitlines()]
+    first = httpx.post(f"{server.url}/v1/import", json={"lines": lines}, timeout=120)
+    assert first.status_code == 200 and first.json()["added"] == {"copy": len(lines)}, first.text
+    second = httpx.post(f"{server.url}/v1/import", json={"lines": lines}, timeout=120).json()
+    assert (second["total_added"], second["skipped"]) == (0, len(lines))
+    copied = httpx.get(f"{server.url}/v1/export", params={"namespace": "copy"}, timeout=60).text
+    assert [json.loads(line)["record"] for line in copied.splitlines()] == [line["record"] for line in lines]
+    context = httpx.post(
+        f"{server.url}/v1/context", json={"query": "Where did they meet?", "namespace": "copy"}, timeout=120
+    ).json()
+    assert context["context"]  # the imported namespace reads
+    # Checked whole first: one bad line and nothing is written.
+    bad = [*({**line, "namespace": "half"} for line in lines[:3]), {"namespace": "half", "record": "x"}]
+    refused = httpx.post(f"{server.url}/v1/import", json={"lines": bad}, timeout=60)
+    assert refused.status_code == 422 and refused.json()["detail"].startswith("line 4"), refused.text
+    assert (
+        httpx.get(f"{server.url}/v1/records", params={"namespace": "half"}, timeout=60).json()["total"] == 0
+    )
+
+
 def test_a_reused_request_id_with_another_body_is_409(running: tuple[Server, Path]) -> None:
     server, _ = running
     first = httpx.post(f"{server.url}/v1/add", json={"records": ["Note A."], "request_id": "n-1"}, timeout=60)
@@ -123,7 +172,8 @@ async def mcp_calls(store: Path) -> dict[str, Any]:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         out["add"] = await session.call_tool(
-            "remember", {"text": "The blue kettle is new.", "request_id": "k"}
+            "remember",
+            {"text": "The blue kettle is new.", "speaker": "Ann", "time": "2023-05-08", "request_id": "k"},
         )
         out["conflict"] = await session.call_tool("remember", {"text": "The red kettle.", "request_id": "k"})
         out["list"] = await session.call_tool("list_memories", {"limit": 2})
@@ -131,6 +181,9 @@ async def mcp_calls(store: Path) -> dict[str, Any]:
             "update_memory", {"id": "r1", "text": "The blue kettle is broken.", "metadata": {"fixed": False}}
         )
         out["after"] = await session.call_tool("list_memories", {})
+        lines = [{**line, "namespace": "copy"} for line in payload(out["after"])["records"]]
+        out["import"] = await session.call_tool("import_memories", {"lines": lines})
+        out["import again"] = await session.call_tool("import_memories", {"lines": lines})
         out["recall"] = await session.call_tool("recall", {"query": "What about the kettle?"})
         out["filtered"] = await session.call_tool(
             "recall", {"query": "What about the kettle?", "where": {"metadata": {"fixed": True}}}
@@ -157,7 +210,16 @@ def test_mcp_lists_updates_and_refuses_a_conflicting_request_id(tmp_path: Path) 
     assert listed["total"] == 1 and listed["records"][0]["record"]["text"] == "The blue kettle is new."
     assert payload(out["update"])["changed"] is True
     after = payload(out["after"])["records"][0]["record"]
-    assert after == {"id": "r1", "text": "The blue kettle is broken.", "metadata": {"fixed": False}}
+    # The fields given changed; the speaker and the time were kept.
+    assert after == {
+        "id": "r1",
+        "text": "The blue kettle is broken.",
+        "speaker": "Ann",
+        "time": "2023-05-08",
+        "metadata": {"fixed": False},
+    }
+    assert payload(out["import"])["added"] == {"copy": 1}
+    assert (payload(out["import again"])["total_added"], payload(out["import again"])["skipped"]) == (0, 1)
     recall = payload(out["recall"])
     assert "broken" in recall["context"] and recall["blocks"][0]["metadata"] == {"r1": {"fixed": False}}
     assert payload(out["filtered"])["context"] == ""

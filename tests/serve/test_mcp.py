@@ -90,6 +90,7 @@ def test_an_mcp_client_remembers_and_recalls(agent_store: str, tmp_path: Path) -
         "search_memory",
         "forget",
         "update_memory",
+        "import_memories",
         "list_memories",
         "memory_info",
     }

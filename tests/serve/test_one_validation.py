@@ -85,6 +85,22 @@ def update(record_id: Any, record: Any) -> Callable[[Path], Any]:
     return call
 
 
+def patch(record_id: Any, fields: Any) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        with Store.open(path) as store:
+            return store.patch(record_id, fields)
+
+    return call
+
+
+def importing(lines: Any) -> Callable[[Path], Any]:
+    def call(path: Path) -> Any:
+        with Store.open(path) as store:
+            return store.import_records(lines)
+
+    return call
+
+
 def listing(limit: Any = 100, offset: Any = 0) -> Callable[[Path], Any]:
     def call(path: Path) -> Any:
         with Store.open(path) as store:
@@ -240,6 +256,30 @@ CASES = {
         ("PUT /v1/records/r1", {"record": "   "}),
         ("update_memory", {"id": "r1", "text": "   "}),
         "empty text",
+    ),
+    "patch: an id not held": Case(
+        patch("nope", {"text": "The mug is in the sink."}),
+        ("PATCH /v1/records/nope", {"fields": {"text": "The mug is in the sink."}}),
+        ("update_memory", {"id": "nope", "text": "The mug is in the sink."}),
+        "no record 'nope' in namespace 'default'; nothing updated",
+    ),
+    "patch: nothing to change": Case(
+        patch("r1", {}),
+        ("PATCH /v1/records/r1", {"fields": {}}),
+        ("update_memory", {"id": "r1"}),
+        "nothing to change",
+    ),
+    "patch: blank text": Case(
+        patch("r1", {"text": "   "}),
+        ("PATCH /v1/records/r1", {"fields": {"text": "   "}}),
+        ("update_memory", {"id": "r1", "text": "   "}),
+        "empty text",
+    ),
+    "import: not an export line": Case(
+        importing([{"record": "x"}]),
+        ("/v1/import", {"lines": [{"record": "x"}]}),
+        ("import_memories", {"lines": [{"record": "x"}]}),
+        "line 1 is not an export line",
     ),
     "list: limit 0": Case(
         listing(0), ("GET /v1/records?limit=0", {}), ("list_memories", {"limit": 0}), "limit must be"

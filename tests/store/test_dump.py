@@ -5,7 +5,9 @@ library and the real CLI."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,26 +144,33 @@ def test_the_cli_lists_exports_imports_and_updates(source: Path, tmp_path: Path)
         "list", "--store", str(target), "--namespace", "locomo", "--json", "--offset", "118", env=env
     )
     assert as_json.stdout.splitlines() == exported.stdout.splitlines()[-2:]
-    record_id = json.loads(as_json.stdout.splitlines()[0])["record"]["id"]
-    updated = run_muster(
-        "update",
-        "--store",
-        str(target),
-        "--namespace",
-        "locomo",
-        record_id,
-        "Now it says something else.",
-        "--metadata",
-        '{"edited": true}',
-        env=env,
-    )
+    original = json.loads(as_json.stdout.splitlines()[0])["record"]
+    record_id = original["id"]
+    assert original.get("speaker") and original.get("time"), original  # what the update must keep
+
+    def update(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_muster(
+            "update", "--store", str(target), "--namespace", "locomo", record_id, *args, env=env
+        )
+
+    updated = update("Now it says something else.", "--metadata", '{"edited": true}')
     assert updated.returncode == 0 and f"record {record_id} updated" in updated.stdout, updated.stderr
-    with Store.open(target, "locomo", models=MODELS) as store:
-        record = next(r for r in store.records() if r["id"] == record_id)
-        assert record == {
-            "id": record_id,
-            "text": "Now it says something else.",
-            "metadata": {"edited": True},
-        }
+    # TEXT and the field options change those fields; the speaker and the time stay.
+    metadata = original.get("metadata") if isinstance(original.get("metadata"), dict) else {}
+    changed = {**original, "text": "Now it says something else.", "metadata": {**metadata, "edited": True}}
+    assert stored(target, record_id) == changed
+    removed = update("--remove", "time")
+    assert removed.returncode == 0, removed.stderr
+    assert stored(target, record_id) == {k: v for k, v in changed.items() if k != "time"}
+    # --record replaces the whole record: what it leaves out is gone.
+    whole = update("--record", '{"text": "Only this."}')
+    assert whole.returncode == 0, whole.stderr
+    assert stored(target, record_id) == {"id": record_id, "text": "Only this."}
+    one_line_error(update(), "nothing to change")
     one_line_error(run_muster("update", "--store", str(target), "nope", "x", env=env), "no record 'nope'")
     one_line_error(run_muster("import", "--store", str(target), str(source), env=env), "binary file")
+
+
+def stored(store: Path, record_id: str, namespace: str = "locomo") -> dict[str, Any]:
+    with Store.open(store, namespace, models=MODELS) as opened:
+        return next(r for r in opened.records() if r["id"] == record_id)

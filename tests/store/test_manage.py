@@ -75,6 +75,51 @@ def test_an_update_keeps_the_id_and_refuses_what_it_cannot_do(tmp_path: Path) ->
         assert next(store.records())["metadata"] == {"room": "kitchen"}
 
 
+def test_a_patch_changes_the_fields_given_and_keeps_the_others(tmp_path: Path) -> None:
+    mug = {
+        "id": "mug",
+        "text": "The red mug is on the table.",
+        "speaker": "Ana",
+        "time": "2023-05-08",
+        "metadata": {"room": "kitchen", "n": 1},
+    }
+    kettle = {"id": "k", "text": "The kettle is new.", "role": "Ben", "date": "2023-05-09"}
+    with Store.open(tmp_path / "p.muster", models=MODELS) as store:
+
+        def held(record_id: str) -> dict[str, object]:
+            return next(r for r in store.records() if r["id"] == record_id)
+
+        store.add([mug, kettle])
+        assert store.patch("mug", {"text": "The red mug is in the sink."}).changed
+        assert held("mug") == {**mug, "text": "The red mug is in the sink."}
+        # RFC 7396: None removes a field; an object merges key by key.
+        store.patch("mug", {"metadata": {"n": None, "clean": False}, "time": None})
+        assert held("mug") == {
+            "id": "mug",
+            "text": "The red mug is in the sink.",
+            "speaker": "Ana",
+            "metadata": {"room": "kitchen", "clean": False},
+        }
+        store.patch("k", {"speaker": "Cleo"})  # a field replaces its stored alias ('role')
+        assert held("k") == {"id": "k", "text": "The kettle is new.", "speaker": "Cleo", "date": "2023-05-09"}
+        head = store.head()
+        assert not store.patch("k", {"speaker": "Cleo"}).changed and store.head() == head
+        for fields, refusal in (
+            ({"text": None}, "text cannot be removed"),
+            ({}, "nothing to change"),
+            ("new text", "must be an object"),
+            ({"id": "cup", "text": "A cup."}, "carry id 'cup' but change 'k'"),
+            ({"text": "   "}, "empty"),
+            ({"speaker": {"first": "Ana"}}, "must be a string or a number"),
+        ):
+            with pytest.raises(InputError, match=refusal):
+                store.patch("k", fields)
+        with pytest.raises(InputError, match="no record 'cup' in namespace 'default'; nothing updated"):
+            store.patch("cup", {"text": "A cup."})
+        assert store.head() == head
+        assert [r["id"] for r in store.records()] == ["mug", "k"]  # in place
+
+
 def test_a_reused_request_id_with_another_body_is_a_conflict_and_writes_nothing(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.muster", models=MODELS) as store:
         first = store.add("The red mug is on the table.", request_id="turn-1")
