@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from muster_exact.cli.parser import build_parser
+from muster_exact.cli.parser import STORE_ENV, build_parser
 from muster_exact.core import pipes
 from muster_exact.core.errors import InputError, ModelFallbackWarning, MusterError
 
@@ -47,6 +48,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     try:
+        store_from_env(args)
         return int(args.run(args))
     except BrokenPipeError:  # not an unreadable file (OSError below): main answers it
         raise
@@ -59,6 +61,25 @@ def _command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("muster: interrupted", file=sys.stderr)
         return 130
+
+
+def store_from_env(args: argparse.Namespace) -> None:
+    """``--store``'s default, ``$MUSTER_STORE``: a PostgreSQL URL with a password given there never
+    reaches a command line (``ps`` shows command lines to every user). ``muster query`` reads the
+    variable's store only when given the question alone (``muster query "QUESTION"``); with a FILE
+    and a question it reads the file, as without the variable."""
+    if "store_required" not in args or args.store is not None:
+        return
+    store = os.environ.get(STORE_ENV, "").strip()
+    if args.store_required:
+        if not store:
+            raise InputError(
+                f"no store given: pass --store (a file or a postgresql:// URL), or set {STORE_ENV} "
+                "(which keeps a URL's password off the command line)"
+            )
+        args.store = store
+    elif store and args.question is None:
+        args.store = store
 
 
 def _one_line(python_s: Callable[..., None]) -> Callable[..., None]:

@@ -15,6 +15,14 @@ from muster_exact.derive.plan import MODES
 from muster_exact.store.dump import DEFAULT_PAGE
 
 STORE = "the store file or postgresql:// URL"  # what --store names
+STORE_ENV = "MUSTER_STORE"  # --store's default: a URL with a password stays off the command line
+
+
+def _store_option(p: argparse.ArgumentParser, store_help: str = STORE, *, required: bool = True) -> None:
+    """``--store``, by default ``$MUSTER_STORE`` (:func:`muster_exact.cli.store_from_env` reads it
+    when the command runs, so a missing store is one error naming both)."""
+    p.add_argument("--store", help=f"{store_help} (default: ${STORE_ENV})")
+    p.set_defaults(store_required=required)
 
 
 def _models_option(p: argparse.ArgumentParser, what: str = "") -> None:
@@ -43,7 +51,7 @@ def _input_limit_option(p: argparse.ArgumentParser) -> None:
 
 
 def _store_options(p: argparse.ArgumentParser, store_help: str) -> None:
-    p.add_argument("--store", required=True, help=store_help)
+    _store_option(p, store_help)
     p.add_argument("--namespace", default="default")
     p.set_defaults(preset=None, models=None)
 
@@ -96,7 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(with --store: the question)",
     )
     p.add_argument("question", nargs="?", metavar="QUESTION")
-    p.add_argument("--store", help=f"read from this MUSTER store ({STORE}) instead of FILE")
+    _store_option(
+        p,
+        f"read from this MUSTER store ({STORE}) instead of FILE; ${STORE_ENV} when only "
+        "the question is given",
+        required=False,
+    )
     p.add_argument("--namespace", default="default", help="the store's namespace (default: default)")
     p.add_argument("--preset", help="a frozen preset, e.g. locomo.u10 (see `muster presets`)")
     _models_option(p)
@@ -126,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "file", nargs="?", default="-", help=".json array, .jsonl, or text (blank-line blocks); - for stdin"
     )
-    p.add_argument("--store", required=True, help=f"{STORE} (created when missing)")
+    _store_option(p, f"{STORE} (created when missing)")
     p.add_argument("--namespace", default="default")
     p.add_argument("--request-id", help="apply this add once: a retry with the same id writes nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -142,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         "text on disk until the store's next open or write; 2: refused (an id the namespace does not "
         "hold: nothing is deleted).",
     )
-    p.add_argument("--store", required=True, help=f"{STORE} (never created)")
+    _store_option(p, f"{STORE} (never created)")
     p.add_argument("--namespace", default="default")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", action="append", metavar="ID", help="a record id (repeatable)")
@@ -198,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "export", help="every record of a store as JSON lines (stdout), for muster import or a backup"
     )
-    p.add_argument("--store", required=True, help=f"{STORE} (never created)")
+    _store_option(p, f"{STORE} (never created)")
     p.add_argument("--namespace", help="only this namespace (default: every namespace of the file)")
     p.set_defaults(run=_cmd_export, preset=None, models=None)
 
@@ -209,13 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
         "skipped; an id held with another record refuses the whole import (nothing is written).",
     )
     p.add_argument("file", nargs="?", default="-", help="the dump (JSON lines); - for stdin")
-    p.add_argument("--store", required=True, help=f"{STORE} (created when missing)")
+    _store_option(p, f"{STORE} (created when missing)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _input_limit_option(p)
     p.set_defaults(run=_cmd_import, namespace="default", preset=None, models=None)
 
     p = commands.add_parser("info", help="a store's namespaces, head and plan")
-    p.add_argument("--store", required=True)
+    _store_option(p)
     p.add_argument("--namespace", default="default")
     p.add_argument("--preset", help="the preset reads use (it shapes the plan)")
     _models_option(p, "reads use")
@@ -241,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
             else ""
         )
         p = commands.add_parser(name, help=text, description=about)
-        p.add_argument("--store", required=True, help=f"{STORE} (created when missing)")
+        _store_option(p, f"{STORE} (created when missing)")
         p.add_argument("--namespace", default="default", help="the namespace calls use unless they name one")
         p.add_argument("--preset", help="a frozen preset for reads (default: native mode)")
         _models_option(p, "for reads")

@@ -45,7 +45,7 @@ class Server:
 
     def __init__(
         self,
-        store: Path,
+        store: Path | None,
         *extra: str,
         preexec_fn: Callable[[], None] | None = None,
         env: dict[str, str] | None = None,
@@ -61,8 +61,7 @@ class Server:
                 "-m",
                 "muster_exact",
                 "http",
-                "--store",
-                str(store),
+                *(("--store", str(store)) if store is not None else ()),  # None: $MUSTER_STORE
                 "--port",
                 str(self.port),
                 *extra,
