@@ -1,9 +1,17 @@
 """Memory as tools inside agent frameworks, each importable only when its framework is installed:
 
-* :mod:`.openai_tools`: OpenAI Agents SDK function tools (``pip install openai-agents``);
-* :mod:`.langchain_tools`: LangChain tools (``pip install langchain-core``);
+* :mod:`.openai_tools`: OpenAI Agents SDK function tools (the ``openai-agents`` extra);
+* :mod:`.langchain_tools`: LangChain tools (the ``langchain`` extra);
 * :mod:`.langgraph_node`: a LangGraph node that recalls into state and remembers the turn
-  (``pip install langgraph``).
+  (the ``langgraph`` extra);
+* :mod:`.langchain_retriever`: :class:`MusterRetriever`, a LangChain ``BaseRetriever``
+  (``k`` Documents, or a read of U units);
+* :mod:`.langgraph_store`: :class:`MusterBaseStore`, LangGraph's long-term memory store
+  (``BaseStore``: namespaced put, get, search, delete) over a MUSTER store file.
+
+The two classes subclass their framework's base, so they are defined only once it is imported:
+``from muster_exact.integrations import MusterBaseStore`` imports langgraph then, not
+``import muster_exact``.
 
 A missing framework raises :class:`muster_exact.core.optional.MissingExtra` (:func:`require`).
 
@@ -31,7 +39,20 @@ def told(call: Callable[[], Any]) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
-def require(module: str, package: str) -> Any:
-    """A framework an integration needs (:func:`muster_exact.core.optional.require`), ``package`` its
-    name on PyPI."""
-    return optional.require(module, f"pip install {package}")
+def require(module: str, extra: str) -> Any:
+    """A framework an integration needs (:func:`muster_exact.core.optional.require`), ``extra`` the
+    extra that installs it (``langchain``, ``langgraph``, ``openai-agents``)."""
+    return optional.require(module, optional.Extra(extra))
+
+
+def __getattr__(name: str) -> Any:
+    """``MusterRetriever`` and ``MusterBaseStore`` on first use (each imports its framework)."""
+    if name == "MusterRetriever":
+        from muster_exact.integrations.langchain_retriever import MusterRetriever
+
+        return MusterRetriever
+    if name == "MusterBaseStore":
+        from muster_exact.integrations.langgraph_store import MusterBaseStore
+
+        return MusterBaseStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from muster_exact.serve.backend import Backend
 
 def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
     """``remember``, ``recall``, ``search_memory`` and ``forget`` as ``langchain_core`` structured tools."""
-    tools = require("langchain_core.tools", "langchain-core")
+    tools = require("langchain_core.tools", "langchain")
 
     def remember(text: str, speaker: str | None = None) -> str:
         """Keep something in long-term memory, verbatim. speaker: who said or observed it (optional)."""
