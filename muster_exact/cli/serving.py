@@ -46,9 +46,9 @@ def _load_models(backend: Backend, quiet: bool) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from muster_exact.integrations import require
+    from muster_exact.core.optional import Extra, require
 
-    require("mcp", "'muster-memory[mcp]'")
+    require("mcp", Extra("mcp"))
     from muster_exact.serve import mcp
 
     backend = _backend(args)
@@ -65,9 +65,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _cmd_http(args: argparse.Namespace) -> int:
-    from muster_exact.integrations import require
+    from muster_exact.core.optional import Extra, require
 
-    require("fastapi", "'muster-memory[http]'")
+    require("fastapi", Extra("http"))
     from muster_exact.serve import http
     from muster_exact.serve.budget import Limits, budget
     from muster_exact.serve.guard import check_max_body, token_of

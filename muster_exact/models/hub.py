@@ -14,6 +14,7 @@ import threading
 import warnings
 from pathlib import Path
 
+from muster_exact.core import optional
 from muster_exact.core.errors import ModelFallbackWarning, ResourceMissing
 from muster_exact.models.profiles import (
     AUTO,
@@ -129,8 +130,14 @@ def resolve(ref: ModelRef) -> Path:
     try:
         return Path(hub.snapshot_download(repo_id=ref.id, revision=ref.revision))
     except Exception as exc:  # the hub client raises many types; all mean "not here"
+        # The hub's own words run to several sentences: the first says what happened. What else
+        # the model needs and lacks is said too, so an offline user learns both at once.
+        said = str(exc).strip().split(". ")[0].rstrip(".")
+        lacking = [name for name in ("torch", "sentence_transformers") if not optional.installed(name)]
+        also = f"; it runs on {' and '.join(lacking)}, not installed either ({INSTALL_MODELS})"
         raise ResourceMissing(
-            f"cannot fetch model {ref.id!r} ({type(exc).__name__}: {exc}); {HOW_TO_CHOOSE} "
+            f"cannot fetch model {ref.id!r} ({type(exc).__name__}: {said}){also if lacking else ''}; "
+            f"{HOW_TO_CHOOSE} "
             "(a profile's models come from the hub when it is reachable)"
         ) from None
 

@@ -24,7 +24,7 @@ Backend = Literal["sentence-transformers", "flagembedding", "onnx", "onnx-int8"]
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 
 
-INSTALL_ONNX = "pip install 'muster-memory[onnx]'"
+INSTALL_ONNX = optional.Extra("onnx")
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from muster_exact.core.errors import StoreError, StoreFull, StoreReadOnly, StoreUnavailable
-from muster_exact.core.optional import require
+from muster_exact.core.optional import Extra, require
 
 if TYPE_CHECKING:
     import psycopg
 
-INSTALL = "pip install 'muster-memory[postgres]'"
+INSTALL = Extra("postgres")
 SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT_S = 10  # unless the URL sets connect_timeout: a dead host fails in seconds, not minutes
 APPLICATION_NAME = "muster"  # how the Store's sessions show in pg_stat_activity, unless the URL names one

@@ -41,7 +41,7 @@ def notes(tmp_path: Path) -> Path:
 
 
 def query(notes: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
-    return run_muster("query", str(notes), QUESTION, "--preset", PRESET, "--json", *flags, env=env)
+    return run_muster("-q", "query", str(notes), QUESTION, "--preset", PRESET, "--json", *flags, env=env)
 
 
 def test_every_preset_names_the_papers_models() -> None:
