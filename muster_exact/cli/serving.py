@@ -40,9 +40,12 @@ def _load_models(backend: Backend, quiet: bool) -> None:
     request's build or read that has worked for about 2 s says so in the server's log (its
     progress lines, at INFO: shown unless -q; issue 53)."""
     if not quiet:
-        logging.getLogger("muster_exact.core.progress").setLevel(logging.INFO)
+        # What a server says in its ordinary course (loaded, serving, stopped, progress) is INFO,
+        # shown unless -q; WARNING is kept for what needs the operator (no token on a network).
+        for name in ("muster_exact.core.progress", log.name):
+            logging.getLogger(name).setLevel(logging.INFO)
     names, seconds = backend.load_models()
-    log.warning("loaded %s in %.2f s, before the first request", names, seconds)
+    log.info("loaded %s in %.2f s, before the first request", names, seconds)
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -92,7 +95,7 @@ def _cmd_http(args: argparse.Namespace) -> int:
             raise
         # The bound address is a name of this server too (unless it is every address).
         hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]
-        log.warning(
+        log.info(
             "serving %s on http://%s:%d (%s)",
             backend.store().path if is_postgres(args.store) else args.store,  # a URL's password hidden
             args.host,
@@ -141,7 +144,7 @@ def _served(backend: Backend, run: Callable[[], None]) -> int:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the close is not cut short
             backend.close()
     except _Terminated:
-        log.warning("stopped by SIGTERM; the store is closed")
+        log.info("stopped by SIGTERM; the store is closed")
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -169,6 +169,9 @@ def test_the_model_loads_at_start_and_requests_run_without_torch(tmp_path: Path)
     try:
         loaded = [line for line in running.stderr.splitlines() if "before the first request" in line]
         assert len(loaded) == 1 and "loaded packaged:all-MiniLM-L6-v2 in " in loaded[0], running.stderr
+        assert loaded[0].startswith("INFO muster_exact.cli: ")  # ordinary news, not a WARNING
+        warned = [line for line in running.stderr.splitlines() if line.startswith("WARNING")]
+        assert not warned, running.stderr
         added = httpx.post(
             f"{running.url}/v1/add", json={"records": ["The red mug is on the shelf."]}, timeout=60
         )

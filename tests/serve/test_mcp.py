@@ -152,4 +152,5 @@ def test_the_model_loads_at_start_and_recall_runs_without_torch(tmp_path: Path) 
     said = log.read_text()
     loaded = [line for line in said.splitlines() if "before the first request" in line]
     assert len(loaded) == 1 and "loaded packaged:all-MiniLM-L6-v2 in " in loaded[0], said
+    assert loaded[0].startswith("INFO muster_exact.cli: "), said  # ordinary news, not a WARNING
     assert "Traceback" not in said, said
