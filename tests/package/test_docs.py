@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import shlex
 import shutil
@@ -90,6 +91,11 @@ def test_every_block_names_its_language() -> None:
     assert {b.language for b in ALL} >= {"python", "sh", "json"}
 
 
+# A reader runs the blocks with their venv active: its console scripts (`muster`, which the MCP
+# client example starts) first on PATH.
+ACTIVE_VENV_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
 @pytest.mark.parametrize("document", [d for d in DOCUMENTS if any(b.language == "python" for b in blocks(d))])
 def test_the_python_blocks_run(document: Path, tmp_path: Path) -> None:
     code = [b for b in blocks(document) if b.language == "python"]
@@ -107,7 +113,7 @@ def test_the_python_blocks_run(document: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", driver, blocks_json],
         cwd=tmp_path,
-        env={**no_hub_env(tmp_path), "PYTHONPATH": str(REPO)},
+        env={**no_hub_env(tmp_path), "PYTHONPATH": str(REPO), "PATH": ACTIVE_VENV_PATH},
         capture_output=True,
         text=True,
         timeout=900,
@@ -218,6 +224,8 @@ def test_the_shell_blocks_are_real_commands(tmp_path: Path) -> None:
                 assert block.document.name == "README.md" and shlex.join(words) in {
                     shlex.join(shlex.split(c)) for c in curls
                 }, where
+            elif words[:2] == ["pip", "wheel"]:  # the README's wheel, built from the clone
+                assert words[-1] == "." and "--no-deps" in words, where
             elif words[:2] == ["pip", "install"]:
                 named = {e for w in words[2:] for e in re.findall(r"\[([^\]]*)\]", w) for e in e.split(",")}
                 assert named <= extras(), where
