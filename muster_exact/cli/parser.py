@@ -330,7 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("presets", help="list the frozen presets and what each fixes")
     p.set_defaults(run=_cmd_presets)
 
-    p = commands.add_parser("fetch", help="prepare offline resources (the cl100k_base tokenizer file)")
+    p = commands.add_parser(
+        "fetch",
+        help="prepare offline resources: the cl100k_base tokenizer file (the sentence splitter is "
+        "rules in the library and needs no file)",
+    )
     p.set_defaults(run=_cmd_fetch)
 
     p = commands.add_parser("verify", help="check cuts against pinned manifests")

@@ -125,6 +125,9 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
     path = tokens.prepare()
     print(f"{tokens.ENCODING_NAME}: {path} (SHA-256 {tokens.CL100K_SHA256})")
     print(f"plain tiktoken can use it offline with TIKTOKEN_CACHE_DIR={path.parent}")
+    # The seed README names "tokenizer and sentence-splitter files": the splitter is rules in the
+    # code (muster_exact.text.sentences), so there is no file to fetch, and the user is told so.
+    print("sentence splitter: rules in the library (muster_exact.text.sentences), no file to fetch")
     return 0
 
 

@@ -95,3 +95,22 @@ class ModelFallbackWarning(UserWarning):
     CPU profile because the paper's models cannot run here: given once per process, since
     MiniLM's contexts are not the paper's. Naming the models
     (``models=``, ``--models``, ``$MUSTER_MODELS``) chooses them and gives no warning."""
+
+
+def callers_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning given by the caller of this function point at the
+    first line outside MUSTER's packages (``muster_exact``, ``muster``): the user's ``build()``
+    or ``Store.open()``, not the library line that noticed (Python 3.12's ``skip_file_prefixes``,
+    by hand)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../muster_exact
+    ours = (here + os.sep, os.path.join(os.path.dirname(here), "muster") + os.sep)
+    frame = sys._getframe(1)  # the function that will call warnings.warn: level 1
+    level = 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(ours):
+        frame = frame.f_back
+        level += 1
+    return level
+

@@ -198,9 +198,9 @@ def load_reranker(ref: ModelRef) -> Reranker:
 
 
 def _embedder(ref: ModelRef) -> Embedder:
-    log.info("loading embedder %s (%s)", ref.id, ref.backend)
     with _typed(ref):
         if ref.backend == "flagembedding":
+            log.info("loading embedder %s (FlagEmbedding)", ref.id)
             return BGEM3Embedder(ref)
         if ref.backend not in ONNX_BACKENDS:
             from muster_exact.models import numpy_bert
@@ -209,8 +209,11 @@ def _embedder(ref: ModelRef) -> Embedder:
             if numpy_bert.runs_on_numpy(directory):
                 # The torch float64 path's function on numpy: the same vectors but for a rare
                 # component one float32 step apart (results/bench/vectors.md), so the same model_id.
+                # Said as what runs (numpy), not as the format its files are in.
+                log.info("loading embedder %s (numpy, float64)", ref.id)
                 model_id = f"{ref.key}#{SentenceTransformerEmbedder.NUMERICS}"
                 return numpy_bert.NumpyEmbedder(model_id, directory, _max_length(directory))
+        log.info("loading embedder %s (%s)", ref.id, ref.backend)
         return SentenceTransformerEmbedder(ref)
 
 

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 from muster_exact.core import optional
-from muster_exact.core.errors import ModelFallbackWarning, ResourceMissing
+from muster_exact.core.errors import ModelFallbackWarning, ResourceMissing, callers_stacklevel
 from muster_exact.models.profiles import (
     AUTO,
     CPU,
@@ -48,7 +48,7 @@ def auto() -> Models:
     if paper_runs:
         log.info("models: paper (%s)", reason)
         return dataclasses.replace(PAPER, chosen_by=f"auto: {reason}")
-    warnings.warn(fallback_line(short), ModelFallbackWarning, stacklevel=2)
+    warnings.warn(fallback_line(short), ModelFallbackWarning, stacklevel=callers_stacklevel())
     return dataclasses.replace(CPU, chosen_by=f"auto: {reason}")
 
 

@@ -253,3 +253,22 @@ def test_muster_query_reembed_on_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 0 and "Caroline moved to Lisbon" in done.stdout, done.stderr
     info = run_muster("info", "--store", str(path), "--json", env=env)
     assert json.loads(info.stdout)["models"]["embedder"]["id"] == str(Path(other).resolve())
+
+
+def test_the_fallback_warning_points_at_the_callers_line(tmp_path: Path) -> None:
+    """Python shows a warning's file and line: the user's ``build()``, not the library line that
+    noticed the paper's models cannot run."""
+    user = tmp_path / "user_code.py"
+    user.write_text(
+        "import warnings\n"
+        "import muster\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    muster.build(['The red mug is on the table.'])\n"
+        "print([(w.category.__name__, w.filename, w.lineno) for w in caught])\n",
+        encoding="utf-8",
+    )
+    env = {**no_hub_env(tmp_path), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(user)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([("ModelFallbackWarning", str(user), 5)])

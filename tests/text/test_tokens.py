@@ -78,3 +78,12 @@ def test_prepared_file_alone_suffices(tmp_path, monkeypatch) -> None:
     tokens.prepare()
     result = _load_in_subprocess(str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_fetch_writes_the_tokenizer_and_says_the_splitter_needs_no_file(tmp_path) -> None:
+    from tests.conftest import run_muster
+
+    done = run_muster("fetch", env={"MUSTER_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "tiktoken" / "cl100k_base.tiktoken").is_file()
+    assert "sentence splitter: rules in the library" in done.stdout and "no file to fetch" in done.stdout
