@@ -113,4 +113,3 @@ def callers_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
-

@@ -84,3 +84,25 @@ def models_line(models: Models) -> str:
     """Which models reads use, and why when ``auto`` (or the store) chose them."""
     why = f" ({models.chosen_by})" if models.chosen_by else ""
     return f"models: {models.name}{why}"
+
+
+def read_budget(plan: Plan | None, asked: int | None, selected: int) -> dict[str, object]:
+    """What a read's budget came to, for a response: U as asked (else the plan's), the units that
+    U takes (:meth:`Plan.units_to_read`: two per U where units are cut at half the record budget,
+    as ``cpu-small`` cuts them), the units selected, and ``note``, in words, why U and the units
+    taken differ and when the whole store fit the budget (empty when neither). No plan (a
+    namespace with no records): nothing was read."""
+    if plan is None:
+        return {"units_asked": asked, "units_read": 0, "units_selected": 0, "note": ""}
+    units = plan.units_read if asked is None else asked
+    taken = plan.units_to_read(units)
+    notes = []
+    if taken != units:
+        notes.append(
+            f"U = {units} reads {taken} units: U counts {plan.record_budget}-token units, and this "
+            f"store's units are cut at {plan.unit_budget} tokens (the embedder's window)"
+        )
+    total = plan.stats.units
+    if total and selected >= total:
+        notes.append(f"the whole store fit the budget: all {total} of its units are in the context")
+    return {"units_asked": units, "units_read": taken, "units_selected": selected, "note": "; ".join(notes)}

@@ -156,7 +156,7 @@ class Backend:
                 return {"query": query, **empty, "head": head.to_dict()}
             context = store.context(query, units, where=where)
             # The head of the snapshot the context was read from: a delete since then is not its.
-            return {**_context_answer(context), "head": context.head.to_dict()}
+            return {**_context_answer(context, units), "head": context.head.to_dict()}
 
     def recall_declared(self, format: Any, records: Any, query: Any, units: Any = None) -> dict[str, Any]:
         """The context for ``query`` of a declared record array (:mod:`muster_exact.derive.declared`),
@@ -171,7 +171,7 @@ class Backend:
         _check_count(sent.records)
         validate(sent.records)  # the add's rules (sizes, Unicode, ids, JSON); nothing is written
         memory = build(sent, preset=self.preset, models=self.models, cache=False)
-        return {**_context_answer(memory.context(query, units)), "format": sent.order.format}
+        return {**_context_answer(memory.context(query, units), units), "format": sent.order.format}
 
     def search(
         self, query: Any, units: Any = None, namespace: Any = None, where: Any = None
@@ -343,9 +343,13 @@ def _check_count(records: Any) -> None:
         )
 
 
-def _context_answer(context: Context) -> dict[str, Any]:
-    """A context as the servers answer it: the text, its tokens, and its unit and record ids."""
+def _context_answer(context: Context, units: int | None) -> dict[str, Any]:
+    """A context as the servers answer it: the text, its tokens, its unit and record ids, and
+    ``read``: what the budget came to (:func:`~muster_exact.retrieve.explain.read_budget`)."""
+    from muster_exact.retrieve.explain import read_budget
+
     return {
+        "read": read_budget(context.plan, units, len(set(context.unit_ids))),
         "query": context.query,
         "context": context.text,
         "tokens": context.tokens,

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from muster_exact.retrieve.assemble import shown_text
+from muster_exact.retrieve.explain import read_budget
 
 if TYPE_CHECKING:
     from muster_exact.derive.cut import Cut
@@ -52,6 +53,7 @@ def inspected(store: Store | None, query: str, units: int | None, where: Any) ->
         **answer,
         "head": context.head.to_dict(),  # the snapshot read, not the head after it (a delete since)
         "units_read": details["units_read"],
+        "read": read_budget(context.plan, units, len(kept)),
         "rerank": details["rerank"],
         "graph_seeds": details["graph_seeds"],
         "channels": [
@@ -126,5 +128,6 @@ def search_passages(store: Store, query: str, units: int | None, where: Any) -> 
     ranked = sorted(context.provenance, key=lambda p: (p.rerank_rank is None, p.rerank_rank or 0, p.unit))
     return {
         "passages": [view.passage(p.shown_as, p.shown_as, p.channels, p.__dict__) for p in ranked],
+        "read": read_budget(context.plan, units, len(ranked)),
         "head": head,
     }

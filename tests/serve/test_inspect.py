@@ -37,6 +37,12 @@ def test_inspect_shows_what_one_read_kept_and_what_it_left_out(served: Server) -
     assert set(channels) >= {"dense", "bm25"} and all(c["floor"] >= 0 for c in channels.values())
     kept, left_out = answer["kept"], answer["left_out"]
     assert len(kept) == answer["units_read"] and len(left_out) == 5
+    # U = 4 on cpu-small reads 8 units of 256 tokens, and every read says so (issue 54).
+    said = {"units_asked": 4, "units_read": 8, "units_selected": 8}
+    search = post(served, "/v1/search", {"query": inspector.QUESTION, "units": 4}).json()
+    for read_by in (answer["read"], context["read"], search["read"]):
+        assert {k: read_by[k] for k in said} == said, read_by
+        assert read_by["note"].startswith("U = 4 reads 8 units: U counts 512-token units"), read_by
     fields = {"unit", "shown_as", "parent", "text", "records", "metadata", "channels", "rerank_rank"}
     for passage in kept + left_out:
         assert fields | {"rerank_score", "reason"} == set(passage), passage
@@ -163,3 +169,18 @@ def test_no_page_or_file_loads_anything_from_another_host(served: Server) -> Non
                 continue
             target = link if link.startswith("/") else f"/inspector/{link.removeprefix('./')}"
             assert target in pages.PAGES or target == "/openapi.json", (path, link)
+
+
+def test_a_read_of_a_small_store_says_the_whole_store_fit(tmp_path: Path) -> None:
+    from muster_exact.serve.backend import Backend
+
+    backend = Backend(tmp_path / "small.muster", models="cpu-small")
+    try:
+        backend.remember_many(["The red mug is on the table.", "The kettle is new."])
+        answer = backend.recall("Where is the mug?")
+        units = backend.info()["plan"]["stats"]["units"]
+    finally:
+        backend.close()
+    read = answer["read"]
+    assert "The kettle is new." in answer["context"]  # all of it, and the answer says why
+    assert read["units_selected"] == units and f"the whole store fit the budget: all {units} " in read["note"]

@@ -136,9 +136,14 @@ async function inspect() {
   say("Reading…");
   const read = await api("POST", "/v1/inspect", body);
   state.channels = read.channels.map((c) => c.channel);
-  $("summary").textContent = `${read.kept.length} passages kept of U = ${read.units_read} units, ` +
+  // U as asked, and the units it took where they differ (cpu-small reads two per U), with why.
+  const budget = read.read.units_read === read.read.units_asked
+    ? `U = ${read.read.units_asked} units`
+    : `U = ${read.read.units_asked} (${read.read.units_read} units)`;
+  $("summary").textContent = `${read.kept.length} passages kept of ${budget}, ` +
     `${read.tokens} tokens, ordered by ${read.rerank ?? "nothing (no records)"}` +
-    (read.graph_seeds.length ? `; graph seeds: ${read.graph_seeds.join(", ")}` : "");
+    (read.graph_seeds.length ? `; graph seeds: ${read.graph_seeds.join(", ")}` : "") +
+    (read.read.note ? `. ${read.read.note[0].toUpperCase()}${read.read.note.slice(1)}.` : "");
   $("channels").tBodies[0].replaceChildren(...read.channels.map((c) =>
     el("tr", {}, el("td", {}, badge(c.channel)), el("td", { text: String(c.floor) }),
       el("td", { text: String(c.proposed) })),
