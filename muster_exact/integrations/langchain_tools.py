@@ -24,23 +24,45 @@ def memory_tools(backend: Backend, namespace: str | None = None) -> list[Any]:
     tools = require("langchain_core.tools", "langchain")
 
     def remember(text: str, speaker: str | None = None) -> str:
-        """Keep something in long-term memory, verbatim. speaker: who said or observed it (optional)."""
+        """Keep something in long-term memory, verbatim.
+
+        Args:
+            text: What to keep, word for word (a fact, a message, an observation).
+            speaker: Who said or observed it (optional).
+        """
         record: dict[str, Any] = {"text": text} if speaker is None else {"text": text, "speaker": speaker}
         return told(lambda: backend.remember(record, namespace=namespace))
 
     def recall(query: str) -> str:
-        """Read the memory's excerpts about a question, in their original order, before answering."""
+        """Read the memory's excerpts about a question, in their original order, before answering.
+
+        Args:
+            query: The question to answer, in plain words.
+        """
         return told(lambda: backend.recall(query, namespace=namespace)["context"])
 
     def search_memory(query: str) -> str:
-        """List the memory passages that match a question, best first, with their ids."""
+        """List the memory passages that match a question, best first, with their record ids.
+
+        Args:
+            query: What to look for, in plain words.
+        """
         return told(lambda: backend.search(query, namespace=namespace)["passages"])
 
     def forget(ids: list[str]) -> str:
-        """Delete memories, and every trace of them, by the record ids search_memory lists (e.g. "r3")."""
+        """Delete memories, and every trace of them, by their record ids.
+
+        Args:
+            ids: The record ids to delete, as search_memory lists them (e.g. ["r3"]).
+        """
         return told(lambda: backend.forget(ids=ids, namespace=namespace))
 
-    return [tools.StructuredTool.from_function(f) for f in (remember, recall, search_memory, forget)]
+    # parse_docstring: each argument's line above becomes its description in the tool's schema,
+    # which is what the model reads when it decides how to call the tool.
+    return [
+        tools.StructuredTool.from_function(f, parse_docstring=True)
+        for f in (remember, recall, search_memory, forget)
+    ]
 
 
 def __getattr__(name: str) -> Any:

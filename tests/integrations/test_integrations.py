@@ -66,6 +66,10 @@ def test_langchain_tools(backend: Backend) -> None:
         isinstance(t, BaseTool) for t in tools.values()
     )
     assert "query" in tools["recall"].args
+    # Every argument is described in the schema the model reads (issue 54: they were bare names).
+    for tool in tools.values():
+        assert tool.args and all(arg.get("description") for arg in tool.args.values()), tool.args
+        assert "Args:" not in tool.description  # the docstring's argument lines went to the schema
     for note in NOTES:
         assert json.loads(tools["remember"].invoke({"text": note}))["added"] == 1
     # The way an agent calls a tool: a ToolCall dict, answered with a ToolMessage.
