@@ -114,6 +114,7 @@ def connect(url: str, *, autocommit: bool = False, read_only: bool = False) -> p
     driver = require("psycopg", INSTALL)
     if not is_postgres_url(url):
         raise StoreError(f"{shown_url(url)} is not a PostgreSQL URL; write it as {URL_FORM}")
+    _refuse_unencoded_user_part(url)
     try:
         given = driver.conninfo.conninfo_to_dict(url)
     except driver.Error as exc:
@@ -200,6 +201,22 @@ def _connection_failed(exc: BaseException, url: str, text: str) -> StoreError:
             "password in the URL, and that pg_hba.conf lets this user connect from this host"
         )
     return _unavailable(exc, url)
+
+
+def _refuse_unencoded_user_part(url: str) -> None:
+    """Refuse a user name or password holding a bare ``@`` or ``/`` before the driver sees it.
+
+    libpq ends the user part at the first ``@`` or ``/``, so it would read the rest of such a
+    password as the host and quote it in its error ("failed to resolve host 'rest@of@it'"); the
+    password is hidden up to the last ``@`` (:func:`shown_url`), which is what was meant."""
+    authority = url[url.find("://") + 3 :].split("?", 1)[0]
+    at = authority.rfind("@")
+    if at >= 0 and ("@" in authority[:at] or "/" in authority[:at]):
+        raise StoreError(
+            f"{shown_url(url)} is not a valid PostgreSQL URL (its user name or password holds a bare '@' "
+            f"or '/'; write them %40 and %2F); write it as {URL_FORM}, with any special character of the "
+            "password percent-encoded"
+        )
 
 
 def _bad_url(exc: BaseException, url: str) -> StoreError:

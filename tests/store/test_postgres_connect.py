@@ -141,6 +141,19 @@ def test_a_bad_connection_string_is_one_error_saying_how_to_write_it(url: str) -
     assert "postgresql://user:password@host:port/dbname" in str(error)
 
 
+@pytest.mark.parametrize("password", ["k9q@zx7w@vy4", "k9q/zx7w@vy4", SECRET])
+def test_a_bare_at_in_the_password_is_refused_before_the_driver_quotes_it(password: str) -> None:
+    """libpq ends the password at its first '@' and quoted the rest as the host ("failed to
+    resolve host 'with@at@127.0.0.1'", issue 55 item 4): refused before connecting, no piece shown."""
+    with pytest.raises(StoreError) as caught:
+        connect(f"postgresql://muster:{password}@127.0.0.1:1/mem").close()
+    message = str(caught.value)
+    assert "is not a valid PostgreSQL URL" in message and "%40" in message, message
+    assert "postgresql://muster:***@127.0.0.1:1/mem" in message, message
+    for piece in {*password.replace("/", "@").split("@"), password} - {"%"}:
+        assert piece not in message.replace("postgresql://muster:***@127.0.0.1:1/mem", ""), piece
+
+
 def test_an_unreachable_server_is_unavailable() -> None:
     error = refused(f"postgresql://u:{ENCODED}@127.0.0.1:{free_port()}/db")
     assert isinstance(error, StoreUnavailable) and "cannot reach the PostgreSQL server" in str(error)
