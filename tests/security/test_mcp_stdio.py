@@ -54,12 +54,12 @@ class RawClient:
         self.process.stdin.write(line + b"\n")
         self.process.stdin.flush()
 
-    def reply(self) -> dict[str, Any] | None:
-        """The next line the server writes, or None when none comes within the timeout."""
+    def reply(self, timeout: float = REPLY_TIMEOUT) -> dict[str, Any] | None:
+        """The next line the server writes, or None when none comes within ``timeout`` seconds."""
         assert self.process.stdout is not None
         out = self.process.stdout.fileno()
         while b"\n" not in self.pending:
-            ready, _, _ = select.select([out], [], [], REPLY_TIMEOUT)
+            ready, _, _ = select.select([out], [], [], timeout)
             if not ready:
                 return None
             chunk = os.read(out, 1 << 20)
