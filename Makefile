@@ -95,6 +95,7 @@ bench: install  ## speed benchmarks, written under results/bench/
 	$(BIN)/python scripts/bench_bm25.py --data $(DATA) --out results/bench/bm25.md
 	$(BIN)/python scripts/bench_embed.py --data $(DATA) --out results/bench/embed.md
 	$(BIN)/python scripts/bench_busy.py --data $(DATA) --out results/bench/busy.md
+	$(BIN)/python scripts/bench_add_during_read.py --records 400 --out results/bench/add_during_read.md
 	$(BIN)/python scripts/bench_pieces.py --data $(DATA) --out results/bench/pieces.md
 	$(BIN)/python scripts/bench_store.py --data $(DATA) --out results/bench/store.md
 	$(BIN)/python scripts/bench_serve.py --data $(DATA) --out results/bench/serve.md

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from muster_exact.cache.vectors import use_wal
+from muster_exact.cache.files import use_wal
 from muster_exact.core.errors import MusterError
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ import logging
 import sqlite3
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
+from muster_exact.cache.files import created_private, use_wal
+from muster_exact.cache.unwritten import UNWRITTEN
 from muster_exact.text.tokens import resource_dir
 
 if TYPE_CHECKING:
@@ -54,39 +55,12 @@ def connect(path: Path | None, access: Access = "rw", **options: Any) -> sqlite3
         target, uri = ":memory:", False
     elif access == "rw":
         target, uri = str(path), False
+        created_private(path)
     else:
         query = "mode=ro&immutable=1" if access == "immutable" else "mode=ro"
         target, uri = f"file:{quote(str(path.absolute()))}?{query}", True
     db: sqlite3.Connection = sqlite3.connect(target, uri=uri, **options)
     return db
-
-
-def use_wal(db: sqlite3.Connection, wait_s: float) -> None:
-    """Put ``db``'s file in write-ahead-log mode, waiting up to ``wait_s`` for other connections.
-
-    The switch from a rollback journal needs the file to itself, and SQLite gives it up at once,
-    without its busy handler (an error, or the old mode answered), while another connection reads
-    or switches the same new file: many processes opening one new store or cache together. So it is
-    tried again; once one of them has switched, the rest find the file in WAL and change nothing.
-    """
-    deadline = time.monotonic() + wait_s
-    pause = 0.005
-    while True:
-        try:
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                raise
-            mode = None
-        if mode == "wal":
-            return
-        if time.monotonic() >= deadline:
-            raise sqlite3.OperationalError(
-                f"the file stays in journal mode {mode or 'unknown'}: other connections held it "
-                f"for {wait_s:g} s; retry when they are done"
-            )
-        time.sleep(pause)
-        pause = min(2 * pause, 0.1)
 
 
 def database_errors() -> tuple[type[Exception], ...]:
@@ -114,6 +88,10 @@ def default_path() -> Path:
     return resource_dir() / "vectors.sqlite"
 
 
+# Disposable cache files found damaged in this process: not opened again (:meth:`_Table._without_file`).
+_DAMAGED_FILES: set[Path] = set()
+
+
 class _Table:
     """A cache table in an SQLite file (``path=None``: in memory), or on ``db`` under ``lock``, a
     store's own connection to its database and the lock its uses hold
@@ -121,39 +99,99 @@ class _Table:
     chunks, writes that never fail a read (:func:`best_effort`)."""
 
     def __init__(
-        self, path: Path | None, access: Access, schema: str, db: Any = None, lock: Any = None
+        self,
+        path: Path | None,
+        access: Access,
+        schema: str,
+        db: Any = None,
+        lock: Any = None,
+        disposable: bool = False,
     ) -> None:
         self.path = path
         self.writable = access == "rw"
+        self._schema = schema
+        # A file holding nothing but this cache (the shared one): damaged, it is left as it is and
+        # this process goes on with one in memory (:meth:`_without_file`).
+        self._disposable = disposable
         self._lock = threading.Lock() if lock is None else lock
         self._owned = db is None  # a store's connection is the store's to close
         if db is not None:  # the store's schema made the table
             self._db = db
             return
+        if path is not None and path in _DAMAGED_FILES:  # found damaged before: said once
+            self._without_file(None)
+            return
         if path is not None and self.writable:
             path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = connect(path, access, timeout=60, check_same_thread=False)
-        if self.writable:
-            if path is not None:
-                use_wal(self._db, wait_s=60)
-            self._db.executescript(schema)
+        try:
+            self._db = connect(path, access, timeout=60, check_same_thread=False)
+            if self.writable:
+                if path is not None:
+                    use_wal(self._db, wait_s=60)
+                self._db.executescript(schema)
+        except sqlite3.DatabaseError as exc:
+            if not self._damage(exc):
+                raise
+            self._without_file(exc)
+
+    def _damage(self, exc: sqlite3.DatabaseError) -> bool:
+        """Whether ``exc`` says the file of a disposable cache is damaged."""
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        return self._disposable and code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+    def _without_file(self, exc: sqlite3.DatabaseError | None) -> None:
+        """Go on with a cache in memory: a cache is a help, never a condition. The damaged file is
+        left as it is (another process may have it open; it holds nothing that cannot be computed)
+        and this process opens it no more; the warning is given once."""
+        if exc is not None and self.path is not None:
+            _DAMAGED_FILES.add(self.path)
+            log.warning(
+                "the cache %s is damaged (%s); this process goes on without it (it only saves "
+                "time): delete the file to start a new one",
+                self.path,
+                exc,
+            )
+        if getattr(self, "_db", None) is not None:
+            with best_effort(f"closing the damaged cache {self.path}"):
+                self._db.close()
+        self.path, self.writable = None, True
+        self._db = connect(None, check_same_thread=False)
+        self._db.executescript(self._schema)
 
     def _select_in(self, select: str, fixed: Sequence[Any], keys: Sequence[str]) -> list[Any]:
         """Rows of ``select ... IN (keys)``, the keys bound ``_CHUNK`` at a time."""
         rows: list[Any] = []
         with self._lock:
-            for first in range(0, len(keys), _CHUNK):
-                chunk = list(keys[first : first + _CHUNK])
-                marks = ",".join("?" * len(chunk))
-                rows.extend(self._db.execute(f"{select} ({marks})", [*fixed, *chunk]))
+            try:
+                for first in range(0, len(keys), _CHUNK):
+                    chunk = list(keys[first : first + _CHUNK])
+                    marks = ",".join("?" * len(chunk))
+                    rows.extend(self._db.execute(f"{select} ({marks})", [*fixed, *chunk]))
+            except sqlite3.DatabaseError as exc:
+                if not self._damage(exc):
+                    raise
+                self._without_file(exc)
+                return []
         return rows
 
-    def _write(self, what: str, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        if not self.writable or not rows:
-            return
-
-        with best_effort(what), self._lock, self._db:
-            self._db.executemany(statement, rows)
+    def _write(self, what: str, statement: str, rows: Sequence[tuple[Any, ...]]) -> bool:
+        """Whether ``rows`` were written (or there was nothing to write)."""
+        if not rows:
+            return True
+        if not self.writable:
+            return False
+        with best_effort(what), self._lock:
+            try:
+                with self._db:
+                    self._db.executemany(statement, rows)
+            except sqlite3.DatabaseError as exc:
+                if not self._damage(exc):
+                    raise
+                self._without_file(exc)
+                with self._db:
+                    self._db.executemany(statement, rows)
+            return True
+        return False
 
     def close(self) -> None:
         if self._owned:
@@ -165,15 +203,23 @@ class VectorCache(_Table):
     """A (model, text hash) -> vector map; ``path=None`` keeps it in memory."""
 
     def __init__(
-        self, path: Path | None = None, access: Access = "rw", db: Any = None, lock: Any = None
+        self,
+        path: Path | None = None,
+        access: Access = "rw",
+        db: Any = None,
+        lock: Any = None,
+        disposable: bool = False,
     ) -> None:
-        super().__init__(path, access, SCHEMA, db, lock)
+        super().__init__(path, access, SCHEMA, db, lock, disposable)
 
     def get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
         """The cached vectors of these keys. A damaged row (a blob that is not ``dim`` float32s,
         or not the size of the model's other vectors) is a miss: one log line, and the row is
         dropped so that the vector embedded again takes its place."""
-        select = "SELECT sha256, dim, vector FROM vectors WHERE model = ? AND sha256 IN"
+        # SQLite keeps any type in any column: a vector stored as TEXT (maybe not UTF-8) is read
+        # as NULL, a miss, never decoded (PostgreSQL's column holds bytes only).
+        vector = "CASE WHEN typeof(vector) = 'blob' THEN vector END" if self._owned else "vector"
+        select = f"SELECT sha256, dim, {vector} FROM vectors WHERE model = ? AND sha256 IN"
         rows = self._select_in(select, [model], keys)
         whole = [(k, v) for k, dim, v in rows if isinstance(v, bytes) and 0 < len(v) == 4 * dim]
         size = Counter(len(v) for _, v in whole).most_common(1)[0][0] if whole else 0
@@ -181,19 +227,26 @@ class VectorCache(_Table):
         damaged = [(model, k) for k, _, _ in rows if k not in found]
         if damaged:
             log.warning(
-                "%d cached vector(s) of %s are damaged (the wrong size); embedded again", len(damaged), model
+                "%d cached vector(s) of %s are damaged (the wrong size or type); embedded again",
+                len(damaged),
+                model,
             )
             self._write(
                 "the removal of damaged vectors",
                 "DELETE FROM vectors WHERE model = ? AND sha256 = ?",
                 damaged,
             )
+        if len(found) < len(keys):  # what a full disk kept from being written
+            found.update(UNWRITTEN.get(model, [k for k in keys if k not in found]))
         return found
 
     def put(self, model: str, items: Sequence[tuple[str, bytes, int]]) -> None:
+        """Write the vectors; those a write fails to keep (a full disk) are kept in memory for
+        the process (:mod:`muster_exact.cache.unwritten`), so the next read embeds them no more."""
         rows = [(model, key, dim, blob) for key, blob, dim in items]
         insert = "INSERT INTO vectors (model, sha256, dim, vector) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
-        self._write(f"{len(rows)} vectors", insert, rows)
+        if self.writable and not self._write(f"{len(rows)} vectors", insert, rows):
+            UNWRITTEN.keep(model, [(key, blob) for key, blob, _ in items])
 
 
 SCORES_SCHEMA = """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, NoReturn
 
 from muster_exact.cli.checking import _cmd_verify_contexts, _cmd_verify_cuts
 from muster_exact.cli.managing import _cmd_export, _cmd_import, _cmd_list, _cmd_update
@@ -69,10 +69,17 @@ def _quiet_option(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) 
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its mistakes said as every other CLI error is: one line, exit 2 (argparse prints
+    its usage first, 4 to 6 lines); ``--help`` still shows the whole usage. Subcommands' parsers
+    are made of this class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="muster", description="MUSTER: long-term memory that keeps every word."
-    )
+    parser = _Parser(prog="muster", description="MUSTER: long-term memory that keeps every word.")
     parser.add_argument("--version", action="version", version=f"muster {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
     _quiet_option(parser, default=False)
@@ -157,9 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _store_option(p, f"{STORE} (never created)")
     p.add_argument("--namespace", default="default")
-    which = p.add_mutually_exclusive_group(required=True)
+    which = p.add_argument_group("what to delete: --id, --request-id, or both (checked by the library)")
     which.add_argument("--id", action="append", metavar="ID", help="a record id (repeatable)")
-    which.add_argument("--request-id", metavar="R", help="every record the add with this request id added")
+    which.add_argument(
+        "--request-id",
+        metavar="R",
+        help="alone: every record the add with this request id added; with --id: this delete's own "
+        "id, so a retry whose answer was lost is answered as done",
+    )
     p.add_argument("--preset", help="the preset reads use (it shapes which cached units stay)")
     _models_option(p, "reads use (its tokenizer keys the cached vectors)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

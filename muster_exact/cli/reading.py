@@ -34,7 +34,7 @@ def _cmd_derive(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     import json
 
-    from muster_exact.memory import build, checked_query
+    from muster_exact.memory import build, checked_query, checked_units
 
     if args.store:
         if args.question is not None:
@@ -44,6 +44,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         raise InputError("give a file and a question (muster query FILE QUESTION), or --store F QUESTION")
     # The question is checked before a store is opened or a model loaded: a bad one costs nothing.
     checked_query(args.question)
+    if args.units is not None:
+        checked_units(args.units)
     where = _where(args)
     if args.store:
         store = _open_store(args)

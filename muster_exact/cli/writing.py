@@ -47,8 +47,11 @@ ERASE_PENDING_EXIT = 3  # forget: deleted, but the text is on disk until the sto
 def _cmd_forget(args: argparse.Namespace) -> int:
     import json
 
+    from muster_exact.core.errors import InputError
     from muster_exact.serve.backend import forget_in
 
+    if args.id is None and args.request_id is None:  # said in the CLI's words, before any open
+        raise InputError("forget takes --id ID (repeatable), --request-id R, or both (a retry-safe delete)")
     with _open_store(args) as store:  # a forget never creates a store
         result = forget_in(store, args.id, args.request_id)
     if args.json:
@@ -77,7 +80,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     import json
 
     with _open_store(args) as store:
-        head = store.head()
+        head = store.verified_head()  # every record checked against its hash: info shows damage
         info = {
             "path": str(store.path),
             "namespaces": store.namespaces(),

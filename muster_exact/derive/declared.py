@@ -150,7 +150,8 @@ def read(items: Any, order: SourceOrder | None = None) -> OrderedRecords:
 
 
 def _record(item: Any, index: int) -> DeclaredRecord:
-    checked_record(item, index)  # the one record rule: a string or an object with text, nesting
+    # The one record rule (a string or an object with text, nesting, size, Unicode); every field kept.
+    checked_record(item, index, any_field=True)
     text_key = None if isinstance(item, str) else next(k for k in TEXT_KEYS if k in item)
     text: str = item if text_key is None else item[text_key]
     found = lex(text)

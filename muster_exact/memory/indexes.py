@@ -21,9 +21,10 @@ def _cache(cache: VectorCache | Path | str | bool | None) -> VectorCache:
         return cache
     if cache is False:
         return VectorCache(None)
+    # A file of vectors only: damaged, this process goes on without it (a cache is a help).
     if cache is None or cache is True:
-        return VectorCache(default_path())
-    return VectorCache(Path(cache))
+        return VectorCache(default_path(), disposable=True)
+    return VectorCache(Path(cache), disposable=True)
 
 
 def built(given: Given, names: Sequence[str]) -> dict[str, BuiltChannel]:

@@ -11,7 +11,7 @@ from muster_exact.cache.memo import Memo
 from muster_exact.channels import pool_size
 from muster_exact.channels.graph import POLICIES
 from muster_exact.core.errors import InputError
-from muster_exact.core.limits import MAX_QUERY_CHARS
+from muster_exact.core.limits import MAX_QUERY_CHARS, MAX_UNITS
 from muster_exact.derive import PROSE_BUDGET, RECORD_BUDGET, Derived, analyse, declared
 from muster_exact.derive.cut import Cut
 from muster_exact.derive.plan import Mode, Plan, Retrieval
@@ -25,6 +25,7 @@ from muster_exact.models import (
 )
 from muster_exact.retrieve.rerank import CROSS_ENCODER
 from muster_exact.rules import RULE_NAMES, Rules, for_mode
+from muster_exact.text.fields import check_unicode
 
 DEFAULT_MODELS_ENV = MODELS_ENV
 
@@ -42,19 +43,25 @@ def named_models(models: str | Models | None) -> str | Models | None:
 
 
 def checked_query(query: str) -> str:
-    if not isinstance(query, str) or not query.strip():
+    """A question every read takes: a string (None is no question), not blank, at most
+    ``MAX_QUERY_CHARS``, valid Unicode (a lone surrogate would reach the tokenizer)."""
+    if query is not None and not isinstance(query, str):
+        raise InputError(f"query must be a string, not {type(query).__name__}")
+    if query is None or not query.strip():
         raise InputError("empty query: ask a question with some text")
     if len(query) > MAX_QUERY_CHARS:
         raise InputError(
             f"query is {len(query):,} characters; queries are limited to {MAX_QUERY_CHARS:,} "
             "(put long material in the store, not the query)"
         )
+    check_unicode(query, "query")
     return query
 
 
 def checked_units(units: int) -> int:
-    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
-        raise InputError(f"units (U) must be a positive whole number, not {units!r}")
+    """A read budget U as every surface takes it: a whole number from 1 to ``MAX_UNITS``."""
+    if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= MAX_UNITS:
+        raise InputError(f"units must be a whole number from 1 to {MAX_UNITS}, not {units!r}")
     return units
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from muster_exact.core.errors import ErasePending, InputError, MusterError
-from muster_exact.core.limits import MAX_RECORDS_PER_CALL, MAX_UNITS
+from muster_exact.core.limits import MAX_RECORDS_PER_CALL
 from muster_exact.retrieve.assemble import Context
 from muster_exact.serve.namespaces import OpenNamespaces
 from muster_exact.store import (
@@ -169,7 +169,8 @@ class Backend:
         query, units = _checked_read(query, units)
         sent = declared.envelope({"format": format, "records": records}, "the request")
         _check_count(sent.records)
-        validate(sent.records)  # the add's rules (sizes, Unicode, ids, JSON); nothing is written
+        # The add's rules (sizes, Unicode, ids, JSON), every field kept as declared; nothing is written.
+        validate(sent.records, any_field=True)
         memory = build(sent, preset=self.preset, models=self.models, cache=False)
         return {**_context_answer(memory.context(query, units), units), "format": sent.order.format}
 
@@ -289,6 +290,12 @@ class Backend:
             out["namespaces"], out["records_by_namespace"] = list(counts), counts
         return out
 
+    def ready(self) -> None:
+        """Raise the store's typed error when it cannot be reached now (a database down, a file
+        gone unreadable): one read of the default namespace's head, which takes no long lock
+        (a read's build does not hold the connection), so it answers while reads run."""
+        self._default.head()
+
     # -- open namespaces
 
     @contextmanager
@@ -362,7 +369,10 @@ def _context_answer(context: Context, units: int | None) -> dict[str, Any]:
 
 
 def _checked_forget(ids: Any, request_id: Any) -> tuple[list[str] | None, str | None]:
-    """A forget's ids or request id, bounded as a server's add is (``MAX_RECORDS_PER_CALL``)."""
+    """A forget's ids or request id, bounded as a server's add is (``MAX_RECORDS_PER_CALL``). Ids
+    are a list, as both servers' schemas say (a Python caller may name one id alone)."""
+    if ids is not None and not isinstance(ids, list):
+        raise InputError(f"ids must be a list of record ids, not {type(ids).__name__}")
     if isinstance(ids, Sequence) and not isinstance(ids, str) and len(ids) > MAX_RECORDS_PER_CALL:
         raise InputError(f"{len(ids):,} ids in one call; send at most {MAX_RECORDS_PER_CALL:,} per call")
     return checked_delete(ids, request_id)
@@ -396,20 +406,11 @@ def erasing(write: Callable[[], DeleteResult | UpdateResult]) -> dict[str, Any]:
 
 
 def _checked_read(query: Any, units: Any) -> tuple[str, int | None]:
-    """A read's query and budget, refused as a read of any namespace refuses them, empty or not."""
-    from muster_exact.memory import checked_query
+    """A read's query and budget, refused as a read of any namespace refuses them, empty or not
+    (the library's rules: one message on every surface)."""
+    from muster_exact.memory import checked_query, checked_units
 
-    query = checked_query(query)
-    check_unicode(query, "query")
-    return query, _units(units)
-
-
-def _units(units: Any) -> int | None:
-    if units is None:
-        return None
-    if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= MAX_UNITS:
-        raise InputError(f"units must be a whole number from 1 to {MAX_UNITS}, not {units!r}")
-    return units
+    return checked_query(query), None if units is None else checked_units(units)
 
 
 def _path_forms(path: Path | str) -> list[tuple[str, str]]:

@@ -54,6 +54,18 @@ def body_json(body: bytes) -> Any:
     return value
 
 
+def long_integers(text: str) -> Any:
+    """``text``'s JSON value when Python refuses it only for an integer too long to convert: each
+    such integer kept as its digits, so that :func:`check_value` names where it is."""
+    return json.loads(text, parse_int=_integer)
+
+
+def check_value(value: Any) -> None:
+    """Refuse a parsed value as a body is refused (:func:`body_json`): nesting past
+    ``MAX_REQUEST_DEPTH``, an integer too long, each named by its path (``records[0].metadata``)."""
+    _check(value, None)
+
+
 def check_query(raw: bytes) -> None:
     """Refuse a query string whose percent-encoded bytes are not UTF-8, naming the parameter."""
     for part in raw.split(b"&"):

@@ -19,8 +19,9 @@ from muster_exact.serve.body import NOT_JSON_BODY, body_json, check_query
 
 log = logging.getLogger(__name__)
 
-# No token on these: the health check, and the pages a browser navigates to (they hold no data).
-OPEN_PATHS = ("/healthz", *pages.OPEN_PATHS)
+# No token on these: the health and readiness checks (a load balancer holds no token; they show no
+# data, and a reason never names the store), and the pages a browser navigates to (no data either).
+OPEN_PATHS = ("/healthz", "/readyz", *pages.OPEN_PATHS)
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 JSON = "application/json"

@@ -7,7 +7,8 @@
 Routes: ``POST /v1/add``, ``POST /v1/context``, ``POST /v1/search``,
 ``POST /v1/inspect``, ``POST /v1/delete``, ``PUT /v1/records/{id}`` (the whole record),
 ``PATCH /v1/records/{id}`` (the fields given), ``GET /v1/records``, ``GET /v1/export``,
-``POST /v1/import``, ``GET /v1/info``, ``GET /healthz``;
+``POST /v1/import``, ``GET /v1/info``, ``GET /healthz`` (liveness), ``GET /readyz`` (readiness:
+the store can be reached, else 503 with the reason);
 the OpenAPI document at ``/openapi.json``, its reference page at ``/docs``
 and the inspector page at ``/`` (:mod:`muster_exact.serve.pages`: open paths,
 no data in them). Binds 127.0.0.1 unless told otherwise. A delete is a
@@ -27,7 +28,7 @@ HTML forms cannot send that type without the page asking first). A browser
 sends ``Origin`` with every write a page makes, so a write without one comes
 from a program (``curl -d '{...}'``, the seed README's lines): its body is read
 as JSON whatever its type, and only a body that is not JSON is 415. With a token (``$MUSTER_HTTP_TOKEN``, or
-``--token``) every route but ``/healthz`` and the pages needs ``Authorization: Bearer
+``--token``) every route but ``/healthz``, ``/readyz`` and the pages needs ``Authorization: Bearer
 <token>`` (401). A body over the limit is 413 before it is read. Field values
 are validated by the library (the backend), not here, so HTTP, MCP and the
 library refuse the same input with the same message (422). Nothing is written
@@ -169,6 +170,17 @@ def create_app(
     def healthz() -> dict[str, Any]:
         """Up; and whether the other routes need the token (a page asks for it only then)."""
         return {"status": "ok", "token_required": token is not None}
+
+    @app.get("/readyz", responses={503: {"description": "The store cannot be reached; the reason"}})
+    def readyz() -> Any:
+        """Ready to serve: the store answers now (what a load balancer checks; /healthz is only
+        liveness). 503 with the reason, never the store's location, when it does not."""
+        try:
+            backend.ready()
+        except MusterError as exc:
+            content = {"status": "unavailable", "detail": backend.explain(exc), "error": type(exc).__name__}
+            return JSONResponse(status_code=503, content=_encodable(content))
+        return {"status": "ready"}
 
     @app.post("/v1/add", operation_id="add", responses={200: {"links": _READS_OF_THE_ADDED}})
     def add(body: AddIn) -> dict[str, Any]:

@@ -92,7 +92,8 @@ Ids = Annotated[
 
 
 class DeleteIn(BaseModel):
-    """Record ids, or the request id of an add: exactly one of them."""
+    """Record ids, or the request id of an add, or both: ids with this delete's own request id
+    (a retry of it is answered as done)."""
 
     model_config = ConfigDict(extra="forbid")
     ids: Ids = None

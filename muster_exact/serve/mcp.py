@@ -153,11 +153,12 @@ def create_server(backend: Backend) -> Any:
         ids: Ids = None, request_id: OptionalText = None, namespace: OptionalText = None
     ) -> dict[str, Any]:
         """Delete records for good: by their ids (as search_memory lists them), or every record
-        one remember call with this request_id added; exactly one of the two. Their text and
-        every cached trace of it leave the store's files.
+        one remember call with this request_id added. Their text and every cached trace of it
+        leave the store's files.
 
         ids: up to 10,000 record ids; an id the memory does not hold is refused and nothing is
-        deleted. request_id: the one given to remember. namespace: optional, which memory.
+        deleted. request_id: alone, the one given to remember; with ids, this forget's own id:
+        a retry with the same ids and request_id is answered as done. namespace: optional.
         erase_pending true in the result: deleted, but the text stays on disk until another
         connection's read ends (the server retries within seconds).
         """

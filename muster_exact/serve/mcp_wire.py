@@ -149,9 +149,11 @@ def checked_line(line: bytes, tools: dict[str, dict[str, Any]] | None = None) ->
         message = json.loads(text)
     except RecursionError:
         return Refused(_envelope(text), _too_deep())
-    except ValueError:
+    except json.JSONDecodeError:
         return Refused(None, InputError("the line is not JSON"), code=-32700)
-    problem = not_utf8 or _problem(message) or _tool_arguments(message, tools or {})
+    except ValueError:  # JSON, with an integer longer than Python converts: named as HTTP names it
+        return _long_integer(text)
+    problem = not_utf8 or _problem(message) or _params(message) or _tool_arguments(message, tools or {})
     if problem is not None:
         return Refused(message, problem)
     bad_id = _bad_id(message)
@@ -169,6 +171,32 @@ def checked_line(line: bytes, tools: dict[str, dict[str, Any]] | None = None) ->
     except ValidationError as exc:
         return Refused(message, InputError(f"not a JSON-RPC message ({exc.error_count()} problems)"), -32600)
     return canonical
+
+
+def _long_integer(text: str) -> Refused:
+    """A line holding an integer too long to convert, refused naming where it is: a tool's
+    argument by its path from the arguments (``records[0].metadata.n``, as HTTP says it)."""
+    from muster_exact.serve.body import check_value, long_integers
+
+    message = long_integers(text)
+    params = message.get("params") if isinstance(message, dict) else None
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    try:
+        check_value(arguments if isinstance(arguments, dict) else message)
+        check_value(message)
+    except InputError as exc:
+        return Refused(message, exc)
+    return Refused(message, InputError("the line holds a number too long to read"))
+
+
+def _params(message: Any) -> InputError | None:
+    """MCP's params are named (an object); JSON-RPC also allows a list, which no MCP method takes."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None  # not a request at all: refused as one (-32600) below
+    if "params" in message and not isinstance(message["params"], dict):
+        kind = "a list" if isinstance(message["params"], list) else type(message["params"]).__name__
+        return InputError(f"params must be an object (named parameters), not {kind}")
+    return None
 
 
 def _tool_arguments(message: Any, tools: dict[str, dict[str, Any]]) -> InputError | None:
@@ -249,6 +277,8 @@ def _too_deep() -> InputError:
 def _where(path: tuple[str, ...]) -> str:
     """Where in a message a string is, for a message ("argument 'text'"), always encodable."""
     names = [p.encode("utf-8", "backslashreplace").decode("utf-8") for p in path]
+    if names[:2] == ["params", "arguments"] and len(names) == 3 and names[2] != "(a key)":
+        return names[2]  # a tool's argument as the library names it ("query"), one message everywhere
     if names[:2] == ["params", "arguments"] and len(names) > 2:
         return f"argument {'.'.join(names[2:])!r}"
     return ".".join(names) or "the request"

@@ -63,22 +63,26 @@ class StoreDump(StoreState):
         limit, offset = checked_page(limit, offset)
         with self._lock:
             rows = self._db.execute(
-                "SELECT record, request_id FROM records WHERE namespace = ? ORDER BY seq LIMIT ? OFFSET ?",
+                f"SELECT id, {self._engine.record_bytes}, sha256, request_id FROM records "
+                "WHERE namespace = ? ORDER BY seq LIMIT ? OFFSET ?",
                 (self.namespace, limit, offset),
             ).fetchall()
-        return [_line(self.namespace, body, request_id) for body, request_id in rows]
+            bodies = self._checked(row[:3] for row in rows)
+        return [_line(self.namespace, body, row[3]) for body, row in zip(bodies, rows, strict=True)]
 
     @guarded
     def export(self, every_namespace: bool = True) -> Iterator[dict[str, Any]]:
         """Every record of the file (or of this namespace), as export lines, from one snapshot."""
         with self._lock, transaction(self._db, immediate=False):
+            columns = f"namespace, id, {self._engine.record_bytes}, sha256, request_id"
             if every_namespace:
-                sql = "SELECT namespace, record, request_id FROM records ORDER BY namespace, seq"
+                sql = f"SELECT {columns} FROM records ORDER BY namespace, seq"
                 rows = self._db.execute(sql).fetchall()
             else:
-                sql = "SELECT namespace, record, request_id FROM records WHERE namespace = ? ORDER BY seq"
+                sql = f"SELECT {columns} FROM records WHERE namespace = ? ORDER BY seq"
                 rows = self._db.execute(sql, (self.namespace,)).fetchall()
-        return (_line(namespace, body, request_id) for namespace, body, request_id in rows)
+            bodies = [self._checked([row[1:4]], row[0])[0] for row in rows]
+        return (_line(row[0], body, row[4]) for body, row in zip(bodies, rows, strict=True))
 
     @guarded
     def import_records(self, lines: Iterable[Any]) -> ImportResult:
@@ -103,11 +107,9 @@ class StoreDump(StoreState):
             now = time.time()
             for n, namespace, record, request_id in entries:
                 body = canonical(record)
-                held = self._db.execute(
-                    "SELECT record FROM records WHERE namespace = ? AND id = ?", (namespace, record["id"])
-                ).fetchone()
+                held = self._stored(record["id"], namespace)
                 if held is not None:
-                    if held[0] != body:
+                    if held != body:
                         raise InputError(
                             f"line {n}: namespace {namespace!r} holds another record with id "
                             f"{record['id']!r}; nothing was imported (update or delete it first)"
@@ -167,7 +169,7 @@ def checked_line(
         request_id = line.get("request_id")
         if request_id is not None:
             checked_request_id(request_id)
-        record = validate([line["record"]])[0]
+        record = validate([line["record"]], any_field=True)[0]  # restored as it was exported
     except InputError as exc:
         raise InputError(f"line {n}: {exc}") from None
     if "id" not in record:

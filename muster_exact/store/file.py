@@ -21,7 +21,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access, database_errors, use_wal
+from muster_exact.cache.files import use_wal
+from muster_exact.cache.vectors import ANALYSES_SCHEMA, CACHE_SCHEMAS, Access, database_errors
 from muster_exact.core.errors import StoreCorrupt, StoreError, StoreFull, StoreReadOnly
 
 log = logging.getLogger(__name__)
@@ -260,6 +261,13 @@ def _first_read(db: sqlite3.Connection, path: Path) -> set[str]:
         return _tables(db)
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_NOTADB:
+            from muster_exact.store.integrity import header_damaged
+
+            if header_damaged(path):
+                raise StoreCorrupt(
+                    f"{path} is a MUSTER store whose header is damaged (SQLite cannot read it); "
+                    "restore it from a backup"
+                ) from None
             raise StoreError(
                 f"{path} is not a MUSTER store (not an SQLite file); give a new path or a store file"
             ) from None
@@ -366,7 +374,21 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
 
     @functools.wraps(method)
     def call(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with sqlite_errors(store.path, method.__name__.lstrip("_")):
-            return method(store, *args, **kwargs)
+        closed = getattr(store, "_closed", None)
+        if closed is not None and closed.is_set():  # SQLite's own words name neither store nor fix
+            raise StoreError(
+                f"{store.path} is closed (Store.close, or the end of its with block); "
+                "open it again with Store.open to use it"
+            )
+        try:
+            with sqlite_errors(store.path, method.__name__.lstrip("_")):
+                return method(store, *args, **kwargs)
+        except StoreCorrupt:
+            # A damaged record found: recorded once the method's transactions have ended.
+            found = getattr(store, "_damage_found", None)
+            if found is not None:
+                with sqlite_errors(store.path):
+                    found()
+            raise
 
     return call

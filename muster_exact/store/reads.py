@@ -50,13 +50,13 @@ class StoreReads(StoreState):
     @guarded
     def plan(self) -> Plan:
         """The plan a fresh build of the current records uses (derived; no model is loaded)."""
-        with self._lock:
+        with self._reading:
             return self._planned()
 
     @guarded
     def _plan_of(self, head: Head) -> Plan:
         """:meth:`plan`, for ``head`` (``Head.plan``): refused once the namespace has moved on."""
-        with self._lock:
+        with self._reading:
             now = self._head()
             if now.sha256 != head.sha256:
                 raise InputError(
@@ -112,8 +112,9 @@ class StoreReads(StoreState):
 
     def _memory_of_a_head(self) -> tuple[Head, Memory]:
         """:meth:`memory` and the head of the snapshot it was built from (read in the same
-        transaction as its records): what a read's answer is labelled with."""
-        with self._lock:
+        transaction as its records): what a read's answer is labelled with. Holds ``_reading``,
+        not ``_lock``, over the build: an add goes on meanwhile (the next read grows by it)."""
+        with self._reading:
             head = self._head()
             stale = self._memory is None or self._memory[0].sha256 != head.sha256
             if stale:
@@ -159,7 +160,8 @@ class StoreReads(StoreState):
         if self._reads is None:
             from muster_exact.store import models as store_models
 
-            embedder = store_models.recorded(self._db, self.namespace)
+            with self._lock:
+                embedder = store_models.recorded(self._db, self.namespace)
             self._reads = store_models.chosen(
                 self.preset, self.models, embedder, self.namespace, self.reembed
             )
@@ -168,7 +170,9 @@ class StoreReads(StoreState):
     def _record_embedder(self, models: Models) -> None:
         from muster_exact.store import models as store_models
 
-        if store_models.recorded(self._db, self.namespace) != models.embedder.key:
+        with self._lock:
+            if store_models.recorded(self._db, self.namespace) == models.embedder.key:
+                return
             with self._db:
                 store_models.record(self._db, self.namespace, models.embedder.key)
 
@@ -202,9 +206,10 @@ class StoreReads(StoreState):
     def _saved_state(self, head: Head) -> bytes | None:
         """The bytes of the derive result saved for exactly ``head``'s records and these
         settings, else None."""
-        row = self._db.execute(
-            "SELECT head, settings, state FROM built WHERE namespace = ?", (self.namespace,)
-        ).fetchone()
+        with self._lock:
+            row = self._db.execute(
+                "SELECT head, settings, state FROM built WHERE namespace = ?", (self.namespace,)
+            ).fetchone()
         if row is None or row[0] != head.sha256 or row[1] != self._settings():
             return None
         return bytes(row[2])
@@ -216,7 +221,7 @@ class StoreReads(StoreState):
 
         self._unsaved = 0
         state = saved.dump(memory.derived)
-        with transaction(self._db):
+        with self._lock, transaction(self._db):
             # Only for the records as they are now: had another process deleted some since this
             # memory was read, saving it would write their words back into the file.
             if self._head().sha256 != head.sha256:
@@ -239,18 +244,22 @@ class StoreReads(StoreState):
         with self._lock, transaction(self._db, immediate=False):
             head = self._head()
             rows = self._db.execute(
-                "SELECT record, sha256 FROM records WHERE namespace = ? AND seq > ? ORDER BY seq",
+                f"SELECT id, {self._engine.record_bytes}, sha256 FROM records "
+                "WHERE namespace = ? AND seq > ? ORDER BY seq",
                 (self.namespace, seen.last_seq),
             ).fetchall()
+        bodies = self._checked(rows)
         chained = seen.sha256
-        for _, record_sha in rows:
+        for _, _, record_sha in rows:
             chained = _chain(chained, record_sha)
         if not rows or chained != head.sha256 or head.records != seen.records + len(rows):
             self.rebuilt_because = "records were deleted or replaced since the last read"
             return None
         self._open_caches()
+        from muster_exact.text.fields import StoredRecords  # read as stored, not checked again
+
         with shown(self.progress):
-            grown = memory.grown([json.loads(body) for body, _ in rows], self.memo)
+            grown = memory.grown(StoredRecords(json.loads(body) for body in bodies), self.memo)
         if isinstance(grown, str):
             log.info("%s: built afresh: %s", self.path, grown)
             self.rebuilt_because = grown
@@ -259,7 +268,7 @@ class StoreReads(StoreState):
         self.embedded = grown.embedded
         if not self.read_only:
             with best_effort(f"the bookkeeping of a read of {self.path}"):  # a full disk: still read
-                self._remember_growth(grown)
+                self._remember_growth(grown)  # under _lock: its one transaction
             # Saving writes every unit again; after a growth it waits (for close, or a batch).
             self._unsaved += 1
             if self._unsaved >= SAVE_AFTER_GROWTHS:
@@ -296,6 +305,9 @@ class StoreReads(StoreState):
         from muster_exact.memory import checked_query, checked_units
         from muster_exact.retrieve.assemble import Context
 
+        checked_query(query)  # refused before the records are read, let alone embedded
+        if units is not None:
+            checked_units(units)
         chosen = checked_where(where)
         head = self.head()
         if not head.records:
@@ -336,10 +348,11 @@ class StoreReads(StoreState):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    f"SELECT id, record FROM records WHERE namespace = ? AND id IN ({marks})",
+                    f"SELECT id, {self._engine.record_bytes}, sha256 FROM records "
+                    f"WHERE namespace = ? AND id IN ({marks})",
                     (self.namespace, *chunk),
-                )
-                for record_id, body in rows:
+                ).fetchall()
+                for (record_id, _, _), body in zip(rows, self._checked(rows), strict=True):
                     record = json.loads(body)
                     if "metadata" in record:
                         metadata[record_id] = record["metadata"]
@@ -348,12 +361,12 @@ class StoreReads(StoreState):
     def _read(self) -> tuple[Head, Memory, list[dict[str, Any]]]:
         """The memory and the records it is built of, of one head (another connection's write
         between the two reads them again), and that head."""
-        with self._lock:
+        with self._reading:
             while True:
                 built, memory = self._memory_of_a_head()
                 if self._read_records is not None and self._read_records[0] == built.sha256:
                     return built, memory, self._read_records[1]
-                with transaction(self._db, immediate=False):
+                with self._lock, transaction(self._db, immediate=False):
                     head, rows = self._head(), self._records()
                 if head.sha256 == built.sha256:
                     self._read_records = (built.sha256, [json.loads(body) for body in rows])

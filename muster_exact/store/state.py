@@ -7,13 +7,14 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from muster_exact.cache.memo import Memo
-from muster_exact.cache.vectors import Access
-from muster_exact.core.errors import InputError, StoreReadOnly
+from muster_exact.cache.vectors import Access, best_effort
+from muster_exact.core.errors import InputError, StoreCorrupt, StoreReadOnly
+from muster_exact.store import integrity
 from muster_exact.store.file import (
     guarded,
     transaction,
@@ -69,8 +70,13 @@ class StoreState:
         self._read_records: tuple[str, list[dict[str, Any]]] | None = None
         self._plan: tuple[str, Plan] | None = None
         self._caches: Any = None
-        # One connection, shared by the threads of a server: every use of it holds this lock.
+        # One connection, shared by the threads of a server: every use of it holds this lock,
+        # briefly (never across a model call, so an add never waits for a read's embedding).
         self._lock = threading.RLock()
+        # The built memory and what goes with it (plan, memo, caches): a read holds this for its
+        # whole build, and so do the writes that remove text (a build must not cache text they
+        # erase); an add does not take it. Taken before ``_lock``, never while holding it.
+        self._reading = threading.RLock()
         self._closed = threading.Event()
         self._retrying_erase = False  # a background thread retries a pending erase (under _lock)
         self.embedded = 0  # unit texts embedded by the last rebuild (0 when read from the file)
@@ -78,6 +84,9 @@ class StoreState:
         # grew it, or nothing was read yet).
         self.rebuilt_because: str | None = None
         self._unsaved = 0  # growths since the derive result was last saved
+        # The damaged record a read found, here or in any process: writes and reads are refused
+        # (:meth:`_refuse_damage`, which looks again while none is known).
+        self._damage: str | None = integrity.found(db)
         # Per-text work of the last build (muster_exact.cache.memo): a read after an add analyses the
         # new records and the units they change, not the store. Started anew on delete.
         self.memo = Memo()
@@ -95,7 +104,18 @@ class StoreState:
             return self._head()
 
     def _head(self) -> Head:
-        return head_of(self._db, self.namespace).read_by(self._plan_of)
+        with self._lock:
+            self._refuse_damage()
+            return head_of(self._db, self.namespace).read_by(self._plan_of)
+
+    def _refuse_damage(self) -> None:
+        """:class:`StoreCorrupt` once damage is known: found by this store, or recorded in the file
+        by another process since this one opened it (a server's warm memory would otherwise go on
+        answering, and taking writes, from a file every other process refuses). One keyed row."""
+        if self._damage is None:
+            self._damage = integrity.found(self._db)
+        if self._damage is not None:
+            raise StoreCorrupt(self._damage)
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -103,6 +123,7 @@ class StoreState:
                 f"{self.path} is read-only (no write access to the file or its folder); reads work, "
                 "writes need write access"
             )
+        self._refuse_damage()
 
     @guarded
     def records(self) -> Iterator[dict[str, Any]]:
@@ -112,10 +133,46 @@ class StoreState:
         return (json.loads(body) for body in rows)
 
     def _records(self) -> list[str]:
+        """The namespace's records (JSON texts) in order, each checked against its SHA-256."""
         rows = self._db.execute(
-            "SELECT record FROM records WHERE namespace = ? ORDER BY seq", (self.namespace,)
+            f"SELECT id, {self._engine.record_bytes}, sha256 FROM records WHERE namespace = ? ORDER BY seq",
+            (self.namespace,),
         ).fetchall()
-        return [body for (body,) in rows]
+        return self._checked(rows)
+
+    def _stored(self, record_id: str, namespace: str | None = None) -> str | None:
+        """One record's text (checked), or None when the namespace does not hold it."""
+        row = self._db.execute(
+            f"SELECT id, {self._engine.record_bytes}, sha256 FROM records WHERE namespace = ? AND id = ?",
+            (namespace or self.namespace, record_id),
+        ).fetchone()
+        return None if row is None else self._checked([row], namespace)[0]
+
+    def _checked(self, rows: Iterable[tuple[Any, Any, Any]], namespace: str | None = None) -> list[str]:
+        """Texts of (id, text, SHA-256) rows of ``namespace`` (this one's by default), checked
+        (:mod:`muster_exact.store.integrity`); a mismatch is :class:`StoreCorrupt`, and this store
+        refuses writes from then on."""
+        try:
+            return integrity.checked(self.path, namespace or self.namespace, rows)
+        except StoreCorrupt as exc:
+            self._damage = str(exc)
+            raise
+
+    def _damage_found(self) -> None:
+        """After a public method met damage: record it in the file, so writes in every process
+        refuse it (best effort: a read-only file keeps it to this store)."""
+        if self._damage is not None and not self.read_only:
+            with best_effort(f"the damage found in {self.path}"):
+                integrity.record_found(self._db, self._damage)
+
+    @guarded
+    def verified_head(self) -> Head:
+        """The head, once every record of the namespace was read and found to match its stored
+        SHA-256 (:class:`StoreCorrupt` naming the first that does not); what ``muster info`` shows."""
+        with self._lock, transaction(self._db, immediate=False):
+            head = self._head()
+            self._records()
+        return head
 
     @guarded
     def namespaces(self) -> list[str]:
@@ -137,9 +194,12 @@ class StoreState:
 
     def _snapshot(self) -> tuple[Head, list[dict[str, Any]]]:
         """The head and its records, read in one transaction (no add can fall between them)."""
+        from muster_exact.text.fields import StoredRecords
+
         with self._lock, transaction(self._db, immediate=False):
             head = self._head()
-            records = [json.loads(body) for body in self._records()]
+            # The store's own records: checked when written, read as stored (text.fields).
+            records = StoredRecords(json.loads(body) for body in self._records())
         if not records:
             raise InputError(f"namespace {self.namespace!r} of {self.path} is empty; add records first")
         return head, records
@@ -179,15 +239,17 @@ class StoreState:
         tail = memory.cut.units[keep:]
         pieces = memory.pieces.texts[memory.pieces.start[keep] if tail else len(memory.pieces.texts) :]
         keys = _live_keys(memory.cut, pieces, tail)
-        with transaction(self._db):
+        with self._lock, transaction(self._db):
             self._db.executemany(
                 "INSERT INTO unit_keys VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(self.namespace, k) for k in keys],
             )
 
     def _replace_unit_keys(self, keys: list[str]) -> None:
-        """A read's: nothing is written (no lock taken) when the keys did not change."""
-        if set(keys) != self._unit_keys():
+        """A read's: nothing is written (no lock of the file taken) when the keys did not change."""
+        with self._lock:
+            if set(keys) == self._unit_keys():
+                return
             with transaction(self._db):
                 self._write_unit_keys(keys)
 

@@ -22,6 +22,7 @@ from muster_exact.core.errors import (
     StoreError,
     StoreReadOnly,
 )
+from muster_exact.store.arguments import add_sha, check_open, record_delete, replayed_delete
 from muster_exact.store.dump import StoreDump
 from muster_exact.store.file import (
     access_of,
@@ -89,6 +90,7 @@ class Store(StoreDump, StoreReads):
         """
         from muster_exact.store.engines import postgres
 
+        check_open(path, models)  # before anything is opened: a bad argument makes no file
         if postgres.is_postgres(path):
             return postgres.opened(cls, str(path), namespace, preset, models, create, reembed)
         path = Path(path)
@@ -113,7 +115,7 @@ class Store(StoreDump, StoreReads):
         return store
 
     def close(self) -> None:
-        with self._lock:
+        with self._reading, self._lock:  # after a read in progress: its build ends first
             self._close()
 
     def _close(self) -> None:
@@ -155,7 +157,7 @@ class Store(StoreDump, StoreReads):
         return result
 
     def _add(self, items: list[dict[str, Any]], request_id: str | None) -> AddResult:
-        body_sha = _body_sha(items)  # before ids are given: the body as the caller sent it
+        body_sha = add_sha(items)  # before ids are given: the body as the caller sent it
         with transaction(self._db):
             if request_id is not None:
                 previous = self._db.execute(
@@ -196,9 +198,9 @@ class Store(StoreDump, StoreReads):
         self, record_ids: Sequence[str] | None = None, *, request_id: str | None = None
     ) -> DeleteResult:
         """Remove records (by id, or all that one request added) and every cached trace of them.
-
-        An id the namespace does not hold is refused and nothing is deleted; a request id that
-        added nothing here deletes nothing. Returns when the text is gone from the file and its
+        With ids, ``request_id`` is the delete's own: a retry of it is answered as done.
+        An id the namespace does not hold is refused and nothing is deleted; a request id alone
+        that added nothing here deletes nothing. Returns when the text is gone from the file and its
         write-ahead log. When another connection's read keeps the old pages for
         ``ERASE_WAIT_MS``, raises :class:`ErasePending` (its ``result`` is this delete's): the
         records are deleted, the erase is recorded in the file and retried in the background while
@@ -206,7 +208,7 @@ class Store(StoreDump, StoreReads):
         """
         record_ids, request_id = checked_delete(record_ids, request_id)
         self._check_writable()
-        with self._lock:
+        with self._reading, self._lock:  # a read's build must not cache the text this erases
             result = self._delete(record_ids, request_id)
             self._erase(result, f"deleted {len(result.deleted)} record(s) from {self.path}, but their text")
         return result
@@ -238,7 +240,7 @@ class Store(StoreDump, StoreReads):
 
     def _replace(self, record_id: str, new: Callable[[dict[str, Any]], dict[str, Any]]) -> UpdateResult:
         self._check_writable()
-        with self._lock:
+        with self._reading, self._lock:  # as delete
             result = self._update(record_id, new)
             if result.changed:
                 self._erase(result, f"updated record {record_id!r} in {self.path}, but its old text")
@@ -246,13 +248,11 @@ class Store(StoreDump, StoreReads):
 
     def _update(self, record_id: str, new: Callable[[dict[str, Any]], dict[str, Any]]) -> UpdateResult:
         with transaction(self._db):
-            row = self._db.execute(
-                "SELECT record FROM records WHERE namespace = ? AND id = ?", (self.namespace, record_id)
-            ).fetchone()
-            if row is None:
+            stored = self._stored(record_id)
+            if stored is None:
                 raise no_record(record_id, self.namespace, "nothing updated")
-            body = canonical(new(json.loads(row[0])))
-            if row[0] == body:  # the same record again: nothing to write, nothing to erase
+            body = canonical(new(json.loads(stored)))
+            if stored == body:  # the same record again: nothing to write, nothing to erase
                 return UpdateResult(record_id, self._head(), changed=False)
             self._db.execute(
                 "UPDATE records SET record = ?, sha256 = ? WHERE namespace = ? AND id = ?",
@@ -296,17 +296,21 @@ class Store(StoreDump, StoreReads):
 
     def _delete(self, record_ids: Sequence[str] | None, request_id: str | None) -> DeleteResult:
         with transaction(self._db):
-            if request_id is not None:
+            if record_ids is None:  # every record the add with this request id added
                 rows = self._db.execute(
                     "SELECT id FROM records WHERE namespace = ? AND request_id = ? ORDER BY seq",
                     (self.namespace, request_id),
                 ).fetchall()
                 wanted = [row[0] for row in rows]
             else:
-                wanted = list(record_ids or [])  # checked: each id once
+                wanted = list(record_ids)  # checked: each id once
+                if request_id is not None and replayed_delete(self._db, self.namespace, request_id, wanted):
+                    return DeleteResult(tuple(wanted), self._head(), 0, 0)  # a retry: done before
                 missing = [i for i in wanted if not self._has(i)]
                 if missing:
                     raise no_record(missing[0], self.namespace)
+                if request_id is not None:  # this delete's own id: a retry of it finds it
+                    record_delete(self._db, self.namespace, request_id, wanted)
             gone = [(self.namespace, i) for i in wanted]
             self._db.executemany("DELETE FROM records WHERE namespace = ? AND id = ?", gone)
             self._db.executemany("DELETE FROM history WHERE namespace = ? AND id = ?", gone)
@@ -411,8 +415,3 @@ class Store(StoreDump, StoreReads):
             "SELECT 1 FROM records WHERE namespace = ? AND id = ?", (self.namespace, record_id)
         ).fetchone()
         return row is not None
-
-
-def _body_sha(items: list[dict[str, Any]]) -> str:
-    """The SHA-256 of an add's validated records, in order: what a reused request id is checked by."""
-    return hashlib.sha256("\n".join(canonical(item) for item in items).encode()).hexdigest()

@@ -10,19 +10,23 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from muster_exact.core.errors import InputError
-from muster_exact.core.limits import MAX_ADD_CHARS, MAX_ID_CHARS, MAX_RECORD_CHARS
+from muster_exact.core.limits import MAX_ADD_CHARS, MAX_ID_CHARS
+from muster_exact.text.fields import check_unicode as check_unicode  # re-exported (store)
 from muster_exact.text.records import SPEAKER_KEYS, TEXT_KEYS, TIME_KEYS, checked_record
 
 
-def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
+def validate(records: Any, start_index: int = 0, *, any_field: bool = False) -> list[dict[str, Any]]:
     """Every record checked and put in its stored form, before anything is written.
 
     A record is a string or an object with ``text`` (or ``content``), and
     optionally ``speaker``/``role``, ``time``/``timestamp``/``date``, ``id``
     and ``metadata`` (any JSON value, nested at most ``MAX_METADATA_DEPTH``
-    levels); the whole object must be JSON. Sizes are bounded
-    (``MAX_RECORD_CHARS`` a record, ``MAX_ADD_CHARS`` a call). A text that
-    shows nothing (white space, NUL, zero-width characters) is empty.
+    levels); any other field is refused (arbitrary data belongs in
+    ``metadata``) unless ``any_field`` (an import restores an export as it was
+    written; a declared record array keeps every field). The whole object must
+    be JSON. Sizes are bounded (``MAX_RECORD_CHARS`` a record,
+    ``MAX_ADD_CHARS`` a call). A text that shows nothing (white space, NUL,
+    zero-width characters) is empty.
     """
     if isinstance(records, (str, Mapping)):
         records = [records]
@@ -36,7 +40,7 @@ def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
     total = 0
     out = []
     for offset, record in enumerate(records):
-        item = _one(record, start_index + offset)
+        item = _one(record, start_index + offset, any_field)
         total += len(item["text"])
         if total > MAX_ADD_CHARS:
             raise InputError(
@@ -50,49 +54,50 @@ def validate(records: Any, start_index: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def _one(record: Any, index: int) -> dict[str, Any]:
-    """One record in its stored form: :func:`records.checked_record`, then what storing needs
-    (bounded sizes, valid Unicode, scalar speaker and time, a usable id, JSON)."""
-    item = checked_record(record, index)
-    text = item["text"]
-    if len(text) > MAX_RECORD_CHARS:
-        raise InputError(
-            f"record {index} has {len(text):,} characters; a record holds at most {MAX_RECORD_CHARS:,} "
-            "(split long documents into several records)"
-        )
-    check_unicode(text, f"record {index}")
-    for keys in (SPEAKER_KEYS, TIME_KEYS):
-        for key in keys:
-            if key in item and item[key] is not None and not isinstance(item[key], (str, int, float)):
-                raise InputError(f"record {index}: '{key}' must be a string or a number")
-            if isinstance(item.get(key), str):
-                check_unicode(item[key], f"record {index} '{key}'")
+def _one(record: Any, index: int, any_field: bool) -> dict[str, Any]:
+    """One record in its stored form: :func:`records.checked_record` (known fields, bounded size,
+    valid Unicode, scalar speaker and time), then what storing needs (a usable id, JSON)."""
+    item = checked_record(record, index, any_field=any_field)
     if "id" in item:
         item["id"] = checked_id(item["id"], f"record {index}: 'id'")
-    try:
-        json.dumps(item, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        raise InputError(
-            f"record {index} is not JSON-serialisable ({exc}); metadata must be JSON values"
-        ) from None
+    for key, value in item.items():  # each field on its own, so that a refusal names it
+        try:
+            json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"record {index}: '{key}' is not valid Unicode (a lone surrogate); decode its bytes as "
+                f"UTF-8 ({exc.reason})"
+            ) from None
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"record {index}: '{key}' is not JSON-serialisable ({exc}); give JSON values "
+                "(no NaN or Infinity)"
+            ) from None
     return item
 
 
 def checked_delete(record_ids: Any, request_id: Any) -> tuple[list[str] | None, str | None]:
-    """What a delete names: record ids (one, or a list; each once, in the order given) or a
-    request id, exactly one of them. An id is what ``add`` accepts as one (a string or a whole
-    number, 1 to ``MAX_ID_CHARS`` characters); a request id is a non-empty string."""
-    if (record_ids is None) == (request_id is None):
-        raise InputError("a delete takes record ids or a request_id (exactly one of them)")
+    """What a delete names: record ids (one, or a list; each once, in the order given), or the
+    request id of an add (every record it added), or both: ids with the delete's own request id,
+    so that a retry whose first answer was lost is answered as done. An id is what ``add``
+    accepts as one (a string or a whole number, 1 to ``MAX_ID_CHARS`` characters); a request id
+    is a non-empty string."""
+    if record_ids is None and request_id is None:
+        raise InputError(
+            "a delete takes record ids or a request_id (or both: ids with this delete's own "
+            "request_id, which makes it safe to retry)"
+        )
     if request_id is not None:
-        return None, checked_request_id(request_id)
+        request_id = checked_request_id(request_id)
+    if record_ids is None:
+        return None, request_id
     if isinstance(record_ids, (str, int)):
         record_ids = [record_ids]
     if isinstance(record_ids, (bytes, bytearray, Mapping)) or not isinstance(record_ids, Sequence):
         raise InputError(f"ids must be a record id or a list of them, not {type(record_ids).__name__}")
     if not record_ids:
         raise InputError("nothing to delete: the id list is empty")
-    return list(dict.fromkeys(checked_id(i, f"id {n}") for n, i in enumerate(record_ids))), None
+    return list(dict.fromkeys(checked_id(i, f"id {n}") for n, i in enumerate(record_ids))), request_id
 
 
 def checked_id(record_id: Any, where: str) -> str:
@@ -174,16 +179,6 @@ def shown(text: str) -> str:
     return ascii(text)
 
 
-def check_unicode(text: str, where: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"{where} is not valid Unicode (a lone surrogate at character {exc.start}); "
-            "decode the bytes as UTF-8 before adding"
-        ) from None
-
-
 def canonical(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -226,7 +221,9 @@ def patched(record: Mapping[str, Any], fields: Mapping[str, Any], record_id: str
             for key in group:
                 kept.pop(key, None)
     merged: dict[str, Any] = {**_merge_patch(kept, fields), "id": record_id}
-    return validate([merged])[0]
+    # The fields given were checked by name (checked_fields); a field the record was stored with
+    # before the rule on names stays.
+    return validate([merged], any_field=True)[0]
 
 
 def _merge_patch(target: Any, patch: Any) -> Any:

@@ -28,12 +28,19 @@ from typing import Any, BinaryIO, Literal
 
 from muster_exact.core.errors import InputError
 from muster_exact.core.limits import DEFAULT_MAX_INPUT_BYTES, MAX_METADATA_DEPTH
+from muster_exact.text.fields import SPEAKER_KEYS as SPEAKER_KEYS  # re-exported: the names readers use
+from muster_exact.text.fields import TEXT_KEYS as TEXT_KEYS
+from muster_exact.text.fields import TIME_KEYS as TIME_KEYS
+from muster_exact.text.fields import (
+    StoredRecords,
+    check_fields,
+    check_size,
+    check_unicode,
+)
+from muster_exact.text.fields import check_nesting as check_nesting
 
 Layout = Literal["text", "records"]
 RECORD_SEPARATOR = "\n\n"
-TEXT_KEYS = ("text", "content")
-SPEAKER_KEYS = ("speaker", "role")
-TIME_KEYS = ("time", "timestamp", "date")
 MAX_INPUT_ENV = "MUSTER_MAX_INPUT_BYTES"
 # A character that shows: neither white space nor one of the characters that show nothing (NUL and
 # the zero-width ones). Text with none is empty; a line with none is blank and separates blocks.
@@ -82,31 +89,6 @@ def is_blank(text: str) -> bool:
     return _SHOWN.search(text) is None
 
 
-def check_nesting(record: Mapping[str, Any], where: str) -> None:
-    """Refuse a record whose fields nest containers deeper than ``MAX_METADATA_DEPTH``.
-
-    Walked with a list, not by recursion: a record nested 100,000 deep is refused like one nested 65
-    deep, and nothing later (the JSON encoder, a server's stack) has to recurse through it.
-    """
-    for key, value in record.items():
-        if not isinstance(value, (Mapping, list, tuple)):
-            continue  # a string or a number: nothing nested
-        stack = [(value, 1)]
-        while stack:
-            item, depth = stack.pop()
-            if isinstance(item, Mapping):
-                children: Iterable[Any] = item.values()
-            elif isinstance(item, (list, tuple)):
-                children = item
-            else:
-                continue
-            if depth > MAX_METADATA_DEPTH:
-                raise InputError(
-                    f"{where}: '{key}' is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"
-                )
-            stack.extend((child, depth + 1) for child in children)
-
-
 def blocks(text: str) -> list[tuple[int, int]]:
     """Spans of the blank-line-separated blocks of ``text`` (newlines already ``\\n``): the one rule
     by which a text becomes records, for a text-layout source and for ``muster add`` alike.
@@ -134,7 +116,10 @@ def from_text(text: str, source_ids: Sequence[tuple[int, int, str]] = ()) -> Sou
     text = _as_read(text)
     if is_blank(text):
         raise InputError("empty input: the store has no text; give at least one non-empty record")
+    check_unicode(text, "the text")
     spans = blocks(text)
+    for index, (start, end) in enumerate(spans):
+        check_size(text[start:end], index)
     if not source_ids:
         return Source(text, "text", tuple(Record(i, s, e, s) for i, (s, e) in enumerate(spans)))
     named = sorted(source_ids)
@@ -164,16 +149,21 @@ def _first(record: Mapping[str, Any], keys: Iterable[str]) -> Any:
     return None
 
 
-def checked_record(item: Any, index: int) -> dict[str, Any]:
+def checked_record(item: Any, index: int, *, stored: bool = False, any_field: bool = False) -> dict[str, Any]:
     """One record as given, checked; a copy with its text under ``text``, else an InputError
     naming it. The rule every reader of records shares (:func:`from_records`, and
     :func:`muster_exact.store.validate` before it adds what storing needs): a string, or an object
     with a string ``text`` (or ``content``) that shows something, its fields nested at most
-    ``MAX_METADATA_DEPTH`` levels."""
+    ``MAX_METADATA_DEPTH`` levels, and (:func:`~muster_exact.text.fields.check_fields`) known
+    field names (any, with ``any_field``), a bounded size, valid Unicode, scalar speaker and time.
+    ``stored``: a store's own record read back, checked when it was written (only its shape here)."""
     if isinstance(item, (bytes, bytearray)):
         raise InputError(f"record {index} is bytes; decode it to text (UTF-8) first")
     if isinstance(item, str):
-        return _with_text({"text": item}, index)
+        record = _with_text({"text": item}, index)
+        if not stored:
+            check_fields(record, index)
+        return record
     if not isinstance(item, Mapping):
         raise InputError(f"record {index} is a {type(item).__name__}; give a string or an object with 'text'")
     record = dict(item)
@@ -183,7 +173,10 @@ def checked_record(item: Any, index: int) -> dict[str, Any]:
     if text_key != "text":
         record["text"] = record.pop(text_key)
     check_nesting(record, f"record {index}")  # before anything that recurses per level
-    return _with_text(record, index)
+    record = _with_text(record, index)
+    if not stored:
+        check_fields(record, index, any_field=any_field)
+    return record
 
 
 def _with_text(record: dict[str, Any], index: int) -> dict[str, Any]:
@@ -197,16 +190,17 @@ def _with_text(record: dict[str, Any], index: int) -> dict[str, Any]:
     return record
 
 
-def _body_of(item: Any, index: int) -> tuple[str, str, str | None]:
+def _body_of(item: Any, index: int, stored: bool) -> tuple[str, str, str | None]:
     """(header, body, id) of one array element, checked by :func:`checked_record`."""
-    record = checked_record(item, index)
+    record = checked_record(item, index, stored=stored)
     rid = None if record.get("id") is None else str(record["id"])
     return render_header(record), normalise_newlines(record["text"]), rid
 
 
 def from_records(items: Sequence[Any], after: Source | None = None) -> Source:
     """A records-layout source from an array of record dicts or strings; ``after``: a
-    records-layout source they follow (the result is what the whole array gives)."""
+    records-layout source they follow (the result is what the whole array gives). A store's own
+    records (:class:`~muster_exact.text.fields.StoredRecords`) are read as they were stored."""
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise InputError("expected a list of records (dicts with 'text', or strings)")
     if not items and after is None:
@@ -218,7 +212,7 @@ def from_records(items: Sequence[Any], after: Source | None = None) -> Source:
     records: list[Record] = list(after.records) if after is not None else []
     pos = len(after.text) if after is not None else 0
     for index, item in enumerate(items, start=first):
-        header, body, rid = _body_of(item, index)
+        header, body, rid = _body_of(item, index, isinstance(items, StoredRecords))
         if index:
             parts.append(RECORD_SEPARATOR)
             pos += len(RECORD_SEPARATOR)

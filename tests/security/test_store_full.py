@@ -46,6 +46,9 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(vectors, "connect", capped)
     monkeypatch.setattr(store_module, "connect", capped)
     yield
+    from muster_exact.cache.unwritten import UNWRITTEN
+
+    UNWRITTEN.clear()  # what the full disk kept in memory: no later test reads it
 
 
 @pytest.fixture

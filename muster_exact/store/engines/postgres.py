@@ -225,6 +225,7 @@ class PostgresEngine:
     """A store in a PostgreSQL database: erased by ``VACUUM FULL``, its caches in its tables."""
 
     name = "postgres"
+    record_bytes = "record"  # PostgreSQL holds only valid UTF-8: the text is hashed as read
 
     def __init__(self, url: str) -> None:
         self.url = url

@@ -11,12 +11,14 @@ from typing import Any
 
 from muster_exact.cache.vectors import Access
 from muster_exact.store.file import checkpoint
+from muster_exact.store.integrity import RECORD_BYTES
 
 
 class SqliteEngine:
     """A store file: erased by checkpoints, its caches in the same file."""
 
     name = "sqlite"
+    record_bytes = RECORD_BYTES  # a record's text as the file holds it, checked before it is decoded
 
     def erase(self, db: sqlite3.Connection, wait_ms: int) -> bool:
         """Deleted pages (zeroed) copied into the file and the log emptied; False when a read held it back."""
