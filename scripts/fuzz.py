@@ -1,7 +1,7 @@
-"""``make fuzz``: the real HTTP and MCP servers under generated input, bounded to a few minutes.
+"""``make fuzz``: the real HTTP and MCP servers, the CLI and the library under generated and
+damaged input, bounded to a few minutes.
 
-Six campaigns, each against a server started here in a subprocess on a
-fresh store:
+Fourteen campaigns, each on a fresh store, the servers and the CLI started here in subprocesses:
 
 1. **OpenAPI** (schemathesis): every operation of ``/openapi.json`` with
    generated bodies and parameters, then the stateful phase that follows the
@@ -23,15 +23,49 @@ fresh store:
    zero-width characters and NFC/NFD spellings, over HTTP and MCP; the store
    must hold only normalised, visible names and ``muster info`` must print
    nothing raw.
+7. **Damaged record bytes** (``fuzz_damage.py``): four bytes of a record's
+   text changed in the store file, before any read and after one cached its
+   build, and the file's header zeroed: ``muster query``, ``export``,
+   ``info``, ``add`` and the HTTP routes each refuse with one line naming the
+   damage (``StoreCorrupt``, the status ``status_of`` gives it over HTTP),
+   print none of the damaged text, and the refused adds write nothing.
+8. **Damaged caches**: ``$MUSTER_HOME/vectors.sqlite`` garbage, truncated,
+   zeroed, its header garbage; one cached vector in a store made TEXT and
+   another the wrong size: ``muster query``, ``build``, ``Store.context``
+   and ``/v1/context`` answer the same context as before, no traceback,
+   nothing raw.
+9. **Lone surrogates** (``fuzz_surfaces.py``): an argv byte 0xff, a JSON
+   ``\\ud800`` in a file, stdin that is not UTF-8 on the CLI; ``"\\udcff"``
+   in ``build``, ``Memory.context``, ``Store.context``, ``Store.add`` and a
+   namespace: one line, ``InputError``, no traceback.
+10. **Schema-exact types and unknown fields**: ``{"ids": "r1"}``,
+    ``speaker: true``, numbers as strings, NaN, a misspelt field (``speakr``)
+    over HTTP (422, naming the field, nothing changed), MCP, ``muster add``
+    and ``Store.add``.
+11. **Caps on every surface**: ``units`` of 10^9 and a 20 MB record on the
+    CLI and in the library, and over the cap on HTTP and MCP: refused within
+    seconds, each with the library's words.
+12. **A write during a slow read** (``fuzz_service.py``): an add sent during
+    the first read (the embedding) of 300 records answers within a second
+    and before the read ends.
+13. **A lost delete answer**: deletes with a ``request_id``, one abandoned
+    before its answer and retried, others sent two and three times: each
+    answered 200; the deleted text is then in no file of the store (main,
+    -wal, -shm), while the server runs and after.
+14. **The database down**: ``muster http`` on a throw-away PostgreSQL
+    (``tests/postgres.py``), which is stopped and started again: ``/readyz``
+    503 then 200, ``/healthz`` 200, a read while down ``StoreUnavailable``;
+    skipped with a note where no cluster can be started.
 
 What it counts: replies by status class, 5xx, requests that got no answer
 before the deadline, and the adds each server acknowledged (less the
 records its acknowledged deletes removed) against the records its store
 holds at the end (they must be equal: nothing lost, nothing counted twice).
-The figures go to ``results/bench/fuzz.md``; the exit status is 1 when any
+On the CLI and in the library an exit 0 counts as a 2xx, a clean refusal as a 4xx and a
+traceback as a 5xx. The figures go to ``results/bench/fuzz.md``; the exit status is 1 when any
 5xx, unanswered request, count mismatch or failed campaign check is seen.
 
-    python scripts/fuzz.py --out results/bench/fuzz.md [--examples 60]
+    python scripts/fuzz.py --out results/bench/fuzz.md [--examples 60] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -43,6 +77,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +96,10 @@ from fuzz_common import (  # noqa: E402
     stop,
     stored_records,
 )
+from fuzz_damage import fuzz_damaged_caches, fuzz_damaged_records  # noqa: E402
 from fuzz_edges import fuzz_cold_start, fuzz_crafted_names, fuzz_slow_clients  # noqa: E402
+from fuzz_service import fuzz_database_down, fuzz_lost_delete, fuzz_write_during_read  # noqa: E402
+from fuzz_surfaces import fuzz_caps, fuzz_schema_types, fuzz_surrogates  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
@@ -284,9 +322,12 @@ def report(tallies: list[Tally], examples: int) -> str:
         "# Fuzzing the servers (`make fuzz`)",
         "",
         f"`scripts/fuzz.py --examples {examples}`: the real `muster http` (token set, 127.0.0.1) and "
-        "`muster mcp` (stdio) on fresh stores, cpu-small models. Hypothesis is derandomised, so a run "
-        "replays the same inputs. A request with no reply within "
-        f"{DEADLINE_S:.0f} s counts as unanswered.",
+        "`muster mcp` (stdio) on fresh stores, cpu-small models; the CLI and the library each in a "
+        "process of its own (exit 0 counted as 2xx, a clean refusal as 4xx, a traceback as 5xx). "
+        "Hypothesis is derandomised, so a run replays the same inputs. A request with no reply within "
+        f"{DEADLINE_S:.0f} s counts as unanswered. Answers a campaign expects outside the status "
+        "classes (a damaged store's or a stopped database's 503) are counted in `requests` only, "
+        "and named in the notes.",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
         "",
@@ -311,28 +352,59 @@ def report(tallies: list[Tally], examples: int) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def on_http_server(campaign: Callable[[str, int], Tally]) -> Callable[[Path, int], Tally]:
+    """A campaign against one HTTP server on a fresh store, the store's records counted after."""
+
+    def run(tmp: Path, examples: int) -> Tally:
+        store = tmp / "http.muster"
+        process, url = start_http(store)
+        try:
+            tally = campaign(url, examples)
+        finally:
+            stop(process)
+        tally.stored = stored_records(store)
+        return tally
+
+    return run
+
+
+# Each campaign: a fresh folder and the example count in, its tally out.
+CAMPAIGNS: dict[str, Callable[[Path, int], Tally]] = {
+    "openapi": on_http_server(fuzz_openapi),
+    "http-records": on_http_server(fuzz_http_records),
+    "mcp-records": lambda tmp, n: fuzz_mcp_records(tmp / "mcp.muster", n),
+    "slow-clients": lambda tmp, n: fuzz_slow_clients(tmp / "slow.muster", max(n // 6, 5)),
+    "cold-start": lambda tmp, n: fuzz_cold_start(tmp / "cold.muster", n),
+    "crafted-names": fuzz_crafted_names,
+    "damaged-records": fuzz_damaged_records,
+    "damaged-caches": fuzz_damaged_caches,
+    "surrogates": fuzz_surrogates,
+    "schema-types": fuzz_schema_types,
+    "caps": fuzz_caps,
+    "write-during-read": fuzz_write_during_read,
+    "lost-delete": fuzz_lost_delete,
+    "database-down": fuzz_database_down,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "results" / "bench" / "fuzz.md")
     parser.add_argument(
         "--examples", type=int, default=60, help="generated examples per operation / campaign"
     )
+    parser.add_argument(
+        "--only", action="append", choices=sorted(CAMPAIGNS), help="run only this campaign (repeatable)"
+    )
     args = parser.parse_args(argv)
     tallies = []
     with tempfile.TemporaryDirectory() as tmp:
-        for number, campaign in enumerate((fuzz_openapi, fuzz_http_records)):
-            store = Path(tmp) / f"http-{number}.muster"
-            process, url = start_http(store)
-            try:
-                tally = campaign(url, args.examples)
-            finally:
-                stop(process)
-            tally.stored = stored_records(store)
-            tallies.append(tally)
-        tallies.append(fuzz_mcp_records(Path(tmp) / "mcp.muster", args.examples))
-        tallies.append(fuzz_slow_clients(Path(tmp) / "slow.muster", max(args.examples // 6, 5)))
-        tallies.append(fuzz_cold_start(Path(tmp) / "cold.muster", args.examples))
-        tallies.append(fuzz_crafted_names(Path(tmp), args.examples))
+        for name, campaign in CAMPAIGNS.items():
+            if args.only and name not in args.only:
+                continue
+            folder = Path(tmp) / name
+            folder.mkdir()
+            tallies.append(campaign(folder, args.examples))
     text = report(tallies, args.examples)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")

@@ -72,10 +72,12 @@ def server_log(store: Path) -> Path:
 
 
 def start_http(
-    store: Path, *, nofile: int | None = None, wait: bool = True
+    store: Path | str, *, nofile: int | None = None, wait: bool = True, log: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """``muster http`` on ``store`` with a token, optionally under ``ulimit -n nofile``; with
-    ``wait``, returned once ``/healthz`` answers (else at once, to meet its cold start)."""
+    """``muster http`` on ``store`` (a file, or a PostgreSQL URL with ``log`` naming where its stderr
+    goes) with a token, optionally under ``ulimit -n nofile``; with ``wait``, returned once
+    ``/healthz`` answers (else at once, to meet its cold start)."""
+    log = server_log(Path(store)) if log is None else log
     port = free_port()
     env = {**os.environ, "MUSTER_MODELS": "cpu-small", "MUSTER_HTTP_TOKEN": TOKEN}
 
@@ -83,13 +85,13 @@ def start_http(
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-    with server_log(store).open("ab") as log:
+    with log.open("ab") as written:
         process = subprocess.Popen(
             [sys.executable, "-m", "muster_exact", "http", "--store", str(store), "--port", str(port)],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=log,
+            stderr=written,
             preexec_fn=limit_descriptors,
         )
     url = f"http://127.0.0.1:{port}"
@@ -103,7 +105,7 @@ def start_http(
     if not wait:
         return process, url
     process.kill()
-    said = server_log(store).read_text(errors="replace")[-2000:]
+    said = log.read_text(errors="replace")[-2000:]
     raise SystemExit(f"the HTTP server did not start: {said}")
 
 
@@ -210,3 +212,99 @@ def hypothesis_settings(examples: int) -> settings:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
+
+
+# --- the CLI and the library, run as a user would ----------------------------------------
+
+TRACEBACK = b"Traceback (most recent call last)"
+
+# A library call in a process of its own: a typed refusal is one line on stderr and exit 2; any other
+# exception leaves Python's traceback, which :func:`ran` counts as a crash.
+_LIBRARY = """
+import sys
+from muster_exact.core.errors import MusterError
+try:
+{body}
+except MusterError as exc:
+    print(f"{{type(exc).__name__}}: {{exc}}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def muster(
+    *args: str | bytes,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+    timeout: float = DEADLINE_S,
+) -> subprocess.CompletedProcess[bytes] | None:
+    """``muster ARGS`` (arguments may be bytes: an argv that is not UTF-8); None past ``timeout``."""
+    return _run([sys.executable, "-m", "muster_exact", *args], env, stdin, timeout)
+
+
+def library(body: str, env: dict[str, str] | None = None, timeout: float = DEADLINE_S) -> Any:
+    """Python lines calling the library, run in a process of their own; None past ``timeout``."""
+    code = _LIBRARY.format(body="\n".join("    " + line for line in body.strip().splitlines()))
+    return _run([sys.executable, "-c", code], env, None, timeout)
+
+
+def _run(
+    argv: list[Any], env: dict[str, str] | None, stdin: bytes | None, timeout: float
+) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(
+            argv,
+            cwd=REPO,
+            env={**os.environ, "MUSTER_MODELS": "cpu-small", **(env or {})},
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def raw_output(output: bytes) -> list[str]:
+    """What in ``output`` is not text for a terminal: bytes that are not UTF-8, control characters."""
+    text = output.decode("utf-8", "replace")
+    found = {f"U+{ord(c):04X}" for c in text if (ord(c) < 32 and c not in "\t\n\r") or ord(c) == 127}
+    return sorted(found | ({"bytes that are not UTF-8"} if "\ufffd" in text else set()))
+
+
+def ran(
+    tally: Tally,
+    what: str,
+    done: subprocess.CompletedProcess[bytes] | None,
+    *,
+    refused: bool,
+    says: tuple[str, ...] = (),
+    hidden: tuple[bytes, ...] = (),
+    one_line: bool = False,
+) -> str:
+    """Tally one CLI or library run (exit 0 as a 200, a refusal as a 400, a traceback as a 500) and
+    check it: refused or not as expected, its message saying each of ``says``, none of ``hidden``
+    shown, nothing raw printed. The last line of its stderr."""
+    if done is None:
+        tally.unanswered.append(f"{what}: no exit within the deadline")
+        return ""
+    said = done.stderr.decode("utf-8", "replace").strip()
+    last = said.splitlines()[-1] if said else ""
+    crashed = TRACEBACK in done.stderr
+    tally.saw(500 if crashed else 200 if done.returncode == 0 else 400, f"{what}: {last}")
+    if crashed:
+        return last  # counted as a 5xx: a crash, with the traceback's last line
+    if refused and done.returncode == 0:
+        tally.problems.append(f"{what}: exit 0 where a refusal was expected")
+    if not refused and done.returncode != 0:
+        tally.problems.append(f"{what}: exit {done.returncode}: {last[:200]}")
+    missing = [s for s in says if s.lower() not in said.lower()]
+    if missing:
+        tally.problems.append(f"{what}: the message does not say {missing}: {said[:200]!r}")
+    shown = [h for h in hidden if h in done.stdout or h in done.stderr]
+    if shown:
+        tally.problems.append(f"{what}: printed {shown[0][:60]!r}")
+    if one_line and len([line for line in said.splitlines() if line.strip()]) != 1:
+        tally.problems.append(f"{what}: {len(said.splitlines())} lines on stderr, not one: {said[:300]!r}")
+    if raw := raw_output(done.stdout + done.stderr):
+        tally.problems.append(f"{what}: printed raw {', '.join(raw)}")
+    return last
