@@ -157,12 +157,13 @@ def print_matrix(cells: list[expected.Cell], tables: dict[tuple[str, str], str])
         by_table.setdefault(cell.table, {}).setdefault(cell.row, []).append(cell.status)
     for benchmark in dict.fromkeys(b for b, _ in tables):
         presets = [p for b, p in tables if b == benchmark]
-        print(f"{benchmark}: {'system':<14}" + "".join(f"{p:>11}" for p in presets))
+        width = max(len(system) for system in SYSTEMS) + 1
+        print(f"{benchmark}: {'system':<{width}}" + "".join(f"{p:>11}" for p in presets))
         for system in SYSTEMS:
             verdicts = [
                 expected.worst(by_table.get(tables[benchmark, p], {}).get(system, [])) for p in presets
             ]
-            print(f"{'':<{len(benchmark) + 2}}{system:<14}" + "".join(f"{v:>11}" for v in verdicts))
+            print(f"{'':<{len(benchmark) + 2}}{system:<{width}}" + "".join(f"{v:>11}" for v in verdicts))
     for table in PUBLISHED_TABLES:
         for row, statuses in by_table.get(table, {}).items():
             print(f"{table} [{row}]: {expected.worst(statuses)}")

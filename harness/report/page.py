@@ -54,7 +54,7 @@ from harness.report.plots import (
     units_axis,
 )
 from harness.report.reproduction import MODELS, PUBLISHED_TABLES
-from harness.systems import ABLATIONS, MUSTER_ROWS, SYSTEMS
+from harness.systems import ABLATIONS, MUSTER_ROWS, PLOTTED_SYSTEMS
 
 # The metric plotted against U: the first of the headline metrics a benchmark's tables hold.
 PLOTTED = HEADLINE
@@ -86,7 +86,7 @@ def recall_plot(benchmark: str, by_preset: dict[str, list[dict[str, str]]]) -> P
     if metric is None:
         return None
     series = []
-    for system in SYSTEMS:
+    for system in PLOTTED_SYSTEMS:
         points = []
         for preset, rows in by_preset.items():
             row = next((r for r in rows if r.get("system") == system), None)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from html import escape
 
 from harness.report.reproduction import UNITS
-from harness.systems import SYSTEMS
+from harness.systems import PLOTTED_SYSTEMS
 
 WIDTH, HEIGHT = 640, 360
 LEFT, RIGHT, TOP, BOTTOM = 64, 230, 36, 54
@@ -19,7 +19,7 @@ PALETTE = (
     "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c", "#d62728",
     "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
 )  # fmt: skip
-SYSTEM_COLOUR = dict(zip(SYSTEMS, PALETTE, strict=False))
+SYSTEM_COLOUR = dict(zip(PLOTTED_SYSTEMS, PALETTE, strict=True))
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,13 @@ runs, and gives budgeted baselines their token budget.
 
 * ``muster``: exact mode, the paper's method (``rules.EXACT``);
 * ``muster_native``: the same preset under native mode's rules (``rules.NATIVE``);
-* baselines (``full_context``, ``bm25``, ``dense``) run on the native
-  indexes (the strong analyser, pooled pieces: the strongest honest
+* baselines (``full_context``, ``bm25``, ``dense``, ``hybrid``) run on the
+  native indexes (the strong analyser, pooled pieces: the strongest honest
   baseline) at the larger of the two MUSTER contexts' tokens for the same
   question, so neither MUSTER row is compared with a baseline given less room;
-* ablations take one step out of exact MUSTER, at its U.
+* ablations take one step out of exact MUSTER, at its U;
+* native ablations (``native_no_floors``, ...) turn one of native mode's parts
+  back, at its U.
 """
 
 from __future__ import annotations
@@ -34,21 +36,24 @@ class System:
 
     name: str
     rules: rules.Rules
-    kind: str  # "muster", "baseline" or "ablation"
+    kind: str  # "muster", "baseline", "ablation" or "native_ablation"
     pinned: str | None = None
 
     @property
     def reads(self) -> str:
-        """The memory of :class:`Memories` it reads: ``exact`` or ``native``."""
-        return "native" if self.rules is rules.NATIVE else "exact"
+        """The memory of :class:`Memories` it starts from: the one cut as its rules cut
+        (``native``: units up to the embedder's window; ``exact``: up to the record budget), so a
+        native ablation's memory shares that memory's cut and vectors."""
+        return "native" if self.rules.unit_size == rules.NATIVE.unit_size else "exact"
 
 
 def _systems() -> dict[str, System]:
     method, *others = variants.SYSTEMS  # MUSTER's two rows first, then the library's variants
     rows = [System(method, rules.EXACT, "muster", "exact"), System(NATIVE, rules.NATIVE, "muster", "native")]
     for name in others:
-        kind = variants.VARIANTS.get(name).kind
-        rows.append(System(name, rules.NATIVE if kind == "baseline" else rules.EXACT, kind))
+        variant = variants.VARIANTS.get(name)
+        by_kind = {"baseline": rules.NATIVE, "ablation": rules.EXACT}
+        rows.append(System(name, by_kind.get(variant.kind, variant.rules), variant.kind))
     return {row.name: row for row in rows}
 
 
@@ -56,7 +61,11 @@ def _systems() -> dict[str, System]:
 REGISTRY: Registry[System] = Registry("system", _systems())
 SYSTEMS = tuple(REGISTRY.names())
 MUSTER_ROWS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "muster")  # compared with the best baseline
-ABLATIONS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "ablation")
+ABLATIONS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind in ("ablation", "native_ablation"))
+NATIVE_ABLATIONS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "native_ablation")
+# The systems the page plots against U: all but native's ablations (ten more lines would hide the
+# rest; they are in every table, by name).
+PLOTTED_SYSTEMS = tuple(n for n in SYSTEMS if n not in NATIVE_ABLATIONS)
 PINNED = {n: REGISTRY.get(n).pinned for n in SYSTEMS if REGISTRY.get(n).pinned}  # system -> manifest rules
 
 
