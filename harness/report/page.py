@@ -233,10 +233,14 @@ PEERS_TABLE = "peers.csv"
 def peers_section(tables: Path, benches: Sequence[tuple[str, str]]) -> str:
     """Each benchmark's ``peers.csv`` (``make peers``: two peers that keep text verbatim against
     MUSTER native at its token budget), per category, under its Markdown twin's first paragraph."""
-    found = (captioned_table(tables / b / PEERS_TABLE, b, "peers") for b, _ in benches)
+    sets = [*dict.fromkeys(b for b, _ in benches), "beam_dev"]  # and the BEAM development chats
+    found = (captioned_table(tables / s / PEERS_TABLE, s, "peers") for s in sets)
     parts = [html for html in found if html is not None]
     if not parts:
-        return note(f"not available: make peers writes <benchmark>/{PEERS_TABLE} (LoCoMo, LoCoMo-Refined)")
+        return note(
+            f"not available: make peers writes <benchmark>/{PEERS_TABLE} (LoCoMo, LoCoMo-Refined, "
+            "BEAM-100K, beam_dev: the BEAM development chats)"
+        )
     return "".join(parts)
 
 

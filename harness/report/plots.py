@@ -18,8 +18,9 @@ DODGE = 3.0  # px between the systems' markers at one U, so their intervals do n
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c", "#d62728",
     "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+    "#393b79", "#637939",
 )  # fmt: skip
-SYSTEM_COLOUR = dict(zip(PLOTTED_SYSTEMS, PALETTE, strict=True))
+SYSTEM_COLOUR = dict(zip(PLOTTED_SYSTEMS, PALETTE, strict=False))  # a peer beyond: the last
 
 
 @dataclass(frozen=True)

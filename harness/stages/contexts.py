@@ -26,6 +26,7 @@ from harness import benchmarks, runs, systems
 from harness.benchmarks.metrics import question_scores
 from harness.data import DataRoot
 from harness.runs import record as run_record
+from harness.systems import external
 from harness.systems.memories import memory_for
 from harness.tables import write_run_tables
 from muster_exact.core import progress
@@ -53,7 +54,8 @@ def run(cfg: DictConfig, repo: Path) -> Path:
         started_at = run_record.utc_now()
         counts = {"stores": 0, "questions": 0, "resumed": len(saved.rows)}
         with runs.append_to(saved) as out, runs.append_to(timings_saved) as timings:
-            _write_contexts(cfg, system, all_stores, saved.ids(), out, timings, counts)
+            peers = _PeerAnswers(system, benchmark, data)
+            _write_contexts(cfg, system, all_stores, saved.ids(), out, timings, counts, peers)
         if shards == 1:
             write_run_tables(directory)
         record_path = directory / f"run{'' if shards == 1 else f'.shard-{shard}-of-{shards}'}.json"
@@ -72,6 +74,7 @@ def run(cfg: DictConfig, repo: Path) -> Path:
                 "started_utc": started_at,
                 "ended_utc": run_record.utc_now(),
                 "counts": counts,
+                **({"peer": external.describe(system)} if system in systems.PEERS else {}),
             },
         )
     log.info("%s: %d questions written, %d resumed", directory, counts["questions"], counts["resumed"])
@@ -86,6 +89,7 @@ def _write_contexts(
     out: TextIO,
     timings: TextIO,
     counts: dict[str, int],
+    peers: _PeerAnswers,
 ) -> None:
     """Each question of this shard's stores not done yet: its context line and its timing.
     ``stage.progress``: one count over them all on stderr, with questions/s and an ETA (a bar on
@@ -102,13 +106,14 @@ def _write_contexts(
         if not todo:
             continue
         memories, build_s, reused = memory_for(store, cfg, cache_path)
+        peer = peers.of(store)
         # A memory reused from an earlier job of this process reports the build it cost then.
         timings.write(
             json.dumps({"store": store.name, "build_s": round(build_s, 4), "reused": reused}) + "\n"
         )
         for question_index, question in todo:
             t0 = time.perf_counter()
-            context, budget = systems.context(memories, system, question.text)
+            context, budget = systems.context(memories, system, question.text, peer and peer.asked(question))
             query_ms = 1000 * (time.perf_counter() - t0)
             line: dict[str, Any] = {
                 "order": [store_index, question_index],
@@ -130,6 +135,28 @@ def _write_contexts(
             counts["questions"] += 1
             counted.update()
     counted.close()
+
+
+class _PeerAnswers:
+    """A peer's answer per store (run once per store, :func:`external.rankings`); none for the
+    project's own systems."""
+
+    def __init__(self, system: str, benchmark: Any, data: DataRoot) -> None:
+        self.system, self.benchmark, self.data = system, benchmark, data
+
+    def of(self, store: BenchmarkStore) -> _StoreAnswer | None:
+        if self.system not in systems.PEERS:
+            return None
+        fields = self.benchmark.peer_fields(self.data, store)
+        return _StoreAnswer(external.rankings(self.system, store, fields), external.question_ids(store))
+
+
+class _StoreAnswer:
+    def __init__(self, ranked: external.Ranked, ids: dict[str, str]) -> None:
+        self.ranked, self.ids = ranked, ids
+
+    def asked(self, question: Any) -> tuple[external.Ranked, str]:
+        return self.ranked, self.ids[question.text]
 
 
 def _first_run(path: Path) -> dict[str, Any] | None:

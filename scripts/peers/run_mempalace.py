@@ -1,6 +1,7 @@
 """mempalace 3.11.0 on benchmark stores: one drawer per turn, its own hybrid search per question.
 
-Run by ``.venv-peers/mempalace/bin/python`` (``make peers``; ``scripts/peers.py`` writes the input).
+Run by ``.venv-peers/mempalace/bin/python`` (``make peers``; the harness writes the input:
+``harness/systems/external.py``).
 
 * Embedder: mempalace's default (``minilm``) is chromadb's ONNX export of all-MiniLM-L6-v2,
   downloaded on first use. Instead it is configured, through its documented settings, for an
@@ -8,10 +9,12 @@ Run by ``.venv-peers/mempalace/bin/python`` (``make peers``; ``scripts/peers.py`
   ``MEMPALACE_EMBEDDING_API_URL``, ``MEMPALACE_EMBEDDING_API_MODEL``), served here on 127.0.0.1 by
   sentence-transformers from the packaged all-MiniLM-L6-v2 weights. mempalace L2-normalises what
   the endpoint returns, as it does for every embedder.
-* Ingest: one drawer per turn through ``mempalace.miner.add_drawer`` (its API for external
-  callers; the text verbatim, no LLM), wing ``locomo``, room the session. The drawer's text is
-  mempalace's own LoCoMo benchmark format (``benchmarks/locomo_bench.py``: ``Speaker said,
-  "text"``) with the session date in front, which that benchmark keeps in metadata only.
+* Ingest: one drawer per record through ``mempalace.miner.add_drawer`` (its API for external
+  callers; the text verbatim, no LLM), wing ``muster``, room the session where the benchmark has
+  sessions. Where the benchmark names the speaker (LoCoMo), the drawer's text is mempalace's own
+  LoCoMo benchmark format (``benchmarks/locomo_bench.py``: ``Speaker said, "text"``) with the
+  session date in front, which that benchmark keeps in metadata only; else (BEAM) the record's
+  text as MUSTER stores it.
 * Search: ``mempalace.searcher.search_memories`` (a vector pool of 4 x ``n_results`` re-ranked by
   0.6 cosine + 0.4 BM25 with the pool's own IDF, its defaults), ``n_results`` = ``--top`` (0, the
   default: every turn of the store, so the pool is the whole store). No closets (``add_drawer``
@@ -35,11 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 
-WING = "locomo"
+WING = "muster"
 
 
-def memory_text(turn: dict[str, Any]) -> str:
-    return f'[{turn["date"]}] {turn["speaker"]} said, "{common.with_caption(turn)}"'
+def memory_text(record: dict[str, Any]) -> str:
+    if not record.get("speaker"):
+        return str(record["text"])
+    return f'[{record.get("time", "")}] {record["speaker"]} said, "{common.words(record)}"'
 
 
 def serve_embeddings(model: Any) -> HTTPServer:
@@ -86,20 +91,20 @@ def run_store(store: dict[str, Any], palace: Path, top: int, out: Any) -> None:
     from mempalace.searcher import search_memories
 
     collection = get_collection(str(palace), create=True)
-    turn_of: dict[str, str] = {}
+    record_of: dict[str, str] = {}
     memories: dict[str, str] = {}
-    for turn in store["turns"]:
-        source = f"{WING}/{store['store']}/{turn['id']}"
-        turn_of[source] = turn["id"]
-        memories[turn["id"]] = memory_text(turn)
-        room = f"session_{turn['session']}"
-        add_drawer(collection, WING, room, memories[turn["id"]], source, 0, "muster-peers")
+    for record in store["records"]:
+        source = f"{WING}/{store['store']}/{record['id']}"
+        record_of[source] = record["id"]
+        memories[record["id"]] = memory_text(record)
+        room = f"session_{record.get('group', 0)}"
+        add_drawer(collection, WING, room, memories[record["id"]], source, 0, "muster-peers")
     common.write(out, {"store": store["store"], "memories": memories})
     for question in store["questions"]:
         found = search_memories(question["text"], str(palace), n_results=top)
         if "error" in found:
             raise SystemExit(f"mempalace: {store['store']} {question['id']}: {found['error']}")
-        ids = [turn_of.get(hit.get("source_path", "")) for hit in found["results"]]
+        ids = [record_of.get(hit.get("source_path", "")) for hit in found["results"]]
         ranked = [i for i in ids if i is not None]
         common.write_ranking(out, store, question, ranked, len(ids) - len(ranked))
 
@@ -119,7 +124,7 @@ def main() -> None:
     ):
         configure(Path(tmp), server)
         for number, store in enumerate(common.stores(args.input)):
-            run_store(store, Path(tmp) / f"palace-{number}", args.top or len(store["turns"]), out)
+            run_store(store, Path(tmp) / f"palace-{number}", args.top or len(store["records"]), out)
             out.flush()
             common.progress("mempalace", store, started, len(store["questions"]))
     server.shutdown()

@@ -1,6 +1,7 @@
 """truememory 0.7.6.2 on benchmark stores: one message per turn, its agentic search without reranker.
 
-Run by ``.venv-peers/truememory/bin/python`` (``make peers``; ``scripts/peers.py`` writes the input).
+Run by ``.venv-peers/truememory/bin/python`` (``make peers``; the harness writes the input:
+``harness/systems/external.py``).
 
 * Embedder: truememory's default tier (``edge``) is Model2Vec potion-base-8M and its others are
   Qwen3-Embedding, all hub downloads. It also knows ``minilm`` (all-MiniLM-L6-v2, 384 d), chosen
@@ -13,8 +14,9 @@ Run by ``.venv-peers/truememory/bin/python`` (``make peers``; ``scripts/peers.py
 * Reranker: off (``search_agentic(..., use_reranker=False)``): its cross-encoders are hub
   downloads. No HyDE and no LLM (no ``llm_fn``), as in its own Edge benchmark.
 * Ingest: truememory's own LoCoMo benchmark (``benchmarks/locomo/scripts/bench_truememory_edge.py``):
-  one message per turn (sender, recipient, ISO timestamp = session date + 30 s per turn, category
-  = the session) through ``TrueMemoryEngine.ingest``; the turn's text verbatim (that benchmark's
+  one message per record (sender, recipient, ISO timestamp = session date + 30 s per turn, category
+  = the session, where the benchmark gives them; else sender ``user`` and the record's text as
+  MUSTER stores it) through ``TrueMemoryEngine.ingest``; the words verbatim (that benchmark's
   rewrite of "yesterday" and the like into dates is left out), with the image caption as MUSTER
   shows it. A memory is shown as that benchmark shows a result: ``[sender | timestamp | session]
   text``.
@@ -64,19 +66,20 @@ def timestamp(date: str, index: int) -> str:
 
 
 def messages(store: dict[str, Any]) -> list[dict[str, Any]]:
-    speakers = store["speakers"]
+    speakers = common.speakers(store)
     out = []
-    for turn in store["turns"]:
-        other = [s for s in speakers if s != turn["speaker"]]
+    for record in store["records"]:
+        sender = record.get("speaker") or "user"
+        other = [s for s in speakers if s != sender]
         out.append(
             {
-                "content": common.with_caption(turn),
-                "sender": turn["speaker"],
+                "content": common.words(record),
+                "sender": sender,
                 "recipient": other[0] if other else "",
-                "timestamp": timestamp(turn["date"], turn["index"]),
-                "category": f"session_{turn['session']}",
+                "timestamp": timestamp(record.get("time", ""), record.get("index", 0)),
+                "category": f"session_{record.get('group', 0)}",
                 "modality": "conversation",
-                "metadata": {"turn": turn["id"]},
+                "metadata": {"turn": record["id"]},
             }
         )
     return out
@@ -127,7 +130,7 @@ def main() -> None:
             for number, store in enumerate(common.stores(str(source))):
                 work = home / f"store-{number}"
                 work.mkdir()
-                run_store(store, work, args.top or len(store["turns"]), out)
+                run_store(store, work, args.top or len(store["records"]), out)
                 out.flush()
                 common.progress("truememory", store, started, len(store["questions"]))
 

@@ -38,17 +38,19 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def command(root: Path, benchmark: str, *overrides: str) -> list[str]:
+def command(
+    root: Path, benchmark: str, *overrides: str, runs: str = "runs", preset: str | None = None
+) -> list[str]:
     return [
         sys.executable,
         "-m",
         "harness",
         f"benchmark={benchmark}",
-        f"preset={PRESET[benchmark]}",
+        f"preset={preset or PRESET[benchmark]}",
         "models=cpu-small",
         f"paths.data_root={root / 'data'}",
         f"paths.manifests={root / 'manifests'}",
-        f"paths.results={root / 'runs'}",
+        f"paths.results={root / runs}",
         f"paths.tables={root / 'tables'}",
         f"paths.llm_cache={root / 'llm.sqlite'}",
         "stage.progress=false",

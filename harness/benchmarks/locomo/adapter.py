@@ -11,7 +11,10 @@ judged as well.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
 from harness.benchmarks.locomo import audit, scorer
@@ -21,13 +24,40 @@ from harness.data import DataRoot
 from harness.llm.judging import LLM_JUDGE, Request, verdict_metrics
 from harness.pinned import PinnedFiles
 from harness.prompts import PromptSet, Template
-from muster_exact.verify.corpora import LOCOMO, BenchmarkStore, Question, locomo_stores
+from muster_exact.verify.corpora import (
+    LOCOMO,
+    BenchmarkStore,
+    Question,
+    locomo_sessions,
+    locomo_stores,
+    locomo_turn_text,
+)
 
 FILE = str(LOCOMO)
 ADVERSARIAL = "5"
 TEMPORAL = "2"
 # LoCoMo asks its adversarial questions as a choice between "not mentioned" and the trap answer.
 NOT_MENTIONED = "Not mentioned in the conversation"
+
+
+def session_fields(path: Path, name: str) -> dict[str, dict[str, Any]]:
+    """Each turn of conversation ``name``: its words (with its image's caption, as MUSTER's record
+    shows it), speaker, session date, session and place in the session, by turn id (what a peer is
+    told beside the record's text)."""
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        if sample["sample_id"] == name:
+            return {
+                turn["dia_id"]: {
+                    "words": locomo_turn_text(turn, date).split(": ", 1)[1],  # as the record shows them
+                    "speaker": turn["speaker"],
+                    "time": date,
+                    "group": str(n),
+                    "index": index,
+                }
+                for n, date, turns in locomo_sessions(sample["conversation"])
+                for index, turn in enumerate(turns)
+            }
+    return {}
 
 
 class LoCoMo(BenchmarkBase):
@@ -37,6 +67,9 @@ class LoCoMo(BenchmarkBase):
 
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         return locomo_stores(data.path(FILE))
+
+    def peer_fields(self, data: DataRoot, store: BenchmarkStore) -> dict[str, dict[str, Any]]:
+        return session_fields(data.path(FILE), store.name)
 
     def answer_template(self, prompts: PromptSet, question: Question) -> tuple[Template, dict[str, str]]:
         values = {"question": question.text}

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from harness.benchmark import BenchmarkBase, Judged, Metrics, Verdicts
+from harness.benchmarks.locomo.adapter import session_fields
 from harness.benchmarks.locomo_refined import scorer
 from harness.benchmarks.locomo_refined.prompts import official as read_official_prompts
 from harness.config import BenchmarkConfig
@@ -35,6 +37,9 @@ class LoCoMoRefined(BenchmarkBase):
 
     def stores(self, data: DataRoot, config: BenchmarkConfig) -> Iterator[BenchmarkStore]:
         return locomo_refined_stores(data.path(RAW), data.path(QUESTIONS))
+
+    def peer_fields(self, data: DataRoot, store: BenchmarkStore) -> dict[str, dict[str, Any]]:
+        return session_fields(data.path(RAW), store.name)
 
     def official_prompts(self, pinned: PinnedFiles) -> PromptSet:
         return read_official_prompts(pinned)
