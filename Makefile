@@ -107,7 +107,7 @@ bench-scale: install  ## 1M and 10M tokens end to end, hours on a CPU (results/b
 fuzz: install  ## a few minutes of generated input against the real HTTP and MCP servers (results/bench/fuzz.md)
 	$(BIN)/python scripts/fuzz.py --out results/bench/fuzz.md
 
-study: install  ## the CPU retrieval study: every rule variant, 4 benchmarks + the BEAM-1M subset, U 10/20/40, then the held-out BEAM-1M chats (hours; results/study/)
+study: install  ## the CPU retrieval study: every rule variant, 4 benchmarks + the BEAM-1M subset + BEAM-500K, U 10/20/40, then the held-out BEAM-1M chats (hours; results/study/)
 	PYTHONHASHSEED=0 $(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --out results/study/cpu_retrieval.md
 	PYTHONHASHSEED=0 $(BIN)/python scripts/study_cpu_retrieval.py --data $(DATA) --held-out --out results/study/held_out.md
 

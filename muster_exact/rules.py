@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from muster_exact.channels import CHANNELS
-from muster_exact.channels.dense import POOLINGS
+from muster_exact.channels.dense import FEEDBACKS, POOLINGS
 from muster_exact.core.errors import InputError
 from muster_exact.derive.pieces import PIECE_RULES
 from muster_exact.retrieve.rerank import FUSIONS
@@ -40,6 +40,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "graph_votes": ("always", "slots"),
     "graph_facts": ("all", "current"),
     "pool_messages": ("any", "distinct"),
+    "dense_feedback": FEEDBACKS,
+    "coverage": ("none", "mmr"),
 }
 
 
@@ -64,6 +66,12 @@ class Rules:
     # On record stores, every unit a channel ranks may join its pool, or only a unit showing a
     # message (record) no unit above it shows: one unit per message (decision 0205).
     pool_messages: str = "any"
+    # The dense channel's query: as asked, or moved towards its top units (Rocchio pseudo-relevance
+    # feedback, alpha 1 and beta 0.75 over the top 10, no negatives: muster_exact.channels.dense).
+    dense_feedback: str = "none"
+    # The slots after the floors: in candidate order, or by maximal marginal relevance over parents
+    # (lambda 0.5; a unit whose parent is already shown counts as similar: retrieve.select).
+    coverage: str = "none"
     # The channels a memory builds and asks, by name (muster_exact.channels.CHANNELS), comma-separated:
     # the paper's three in both modes. They propose, and take their floors, in the registry's order.
     channels: str = PAPER_CHANNELS

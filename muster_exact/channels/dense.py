@@ -3,6 +3,11 @@
 A unit the embedder reads whole is one piece; a longer one is several
 (``muster_exact.derive.pieces``). A unit's score is the max of its pieces' cosines
 (``max``), or their mean (``mean``, measured as the alternative).
+
+Under the ``dense_feedback="rocchio"`` rule the query vector is moved towards the best piece of
+each of its top ``FEEDBACK_DEPTH`` units before the units are scored again (Rocchio 1971, as
+pseudo-relevance feedback: alpha 1, beta 0.75, no negatives, the SMART values that Manning,
+Raghavan and Schütze's textbook gives; depth 10, the usual feedback depth).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ POOLINGS: tuple[Pooling, ...] = ("max", "mean")
 # Piece vectors scored per float64 block: a copy that stays in the CPU's cache. Measured on 30,000
 # pieces: 4 ms a query in blocks of 256 rows, 19 ms in one block (float32 alone: 0.9 ms).
 SCORE_ROWS = 256
+FEEDBACK_DEPTH, ALPHA, BETA = 10, 1.0, 0.75
+FEEDBACKS = ("none", "rocchio")
 
 # Query vectors by (embedder, query), shared by every dense channel of the process: the same
 # question asked of another build of the same store (another preset, the native rules) or of
@@ -46,12 +53,14 @@ class DenseChannel:
         embedder: Embedder,
         piece_start: Sequence[int] | None = None,
         pooling: str = "max",
+        feedback: str = "none",
     ) -> None:
         import numpy as np
 
         self._vectors = vectors
         self._embedder = embedder
         self.pooling = pooling
+        self.feedback = feedback
         n_pieces = len(vectors)
         # piece_start[u] is unit u's first row; None: one row per unit.
         self._start = np.asarray(piece_start if piece_start is not None else range(n_pieces), dtype=np.int64)
@@ -73,7 +82,7 @@ class DenseChannel:
             vectors, embedded = piece_vectors(
                 pieces.texts, embedder.model_id, embedder.embed, given.cache, given.memo
             )
-        channel = cls(vectors, embedder, pieces.start, given.rules.pooling)
+        channel = cls(vectors, embedder, pieces.start, given.rules.pooling, given.rules.dense_feedback)
         channel.pieces, channel.embedded = pieces, embedded
         return channel
 
@@ -99,12 +108,17 @@ class DenseChannel:
             vectors = (
                 np.vstack([self._vectors[:kept], new_vectors]) if len(new_vectors) else self._vectors[:kept]
             )
-        channel = DenseChannel(vectors, self._embedder, pieces.start, given.rules.pooling)
+        channel = DenseChannel(
+            vectors, self._embedder, pieces.start, given.rules.pooling, given.rules.dense_feedback
+        )
         channel.pieces, channel.embedded = pieces, embedded
         return channel
 
     def ruled(self, given: Given) -> DenseChannel:
-        return self if given.rules.pooling == self.pooling else self.pooled(given.rules.pooling)
+        rules = given.rules
+        if (rules.pooling, rules.dense_feedback) == (self.pooling, self.feedback):
+            return self
+        return self.pooled(rules.pooling, rules.dense_feedback)
 
     def texts_from(self, unit: int) -> Sequence[str]:
         return self.pieces.texts[self._first_piece(unit) :]
@@ -113,10 +127,11 @@ class DenseChannel:
         """Unit ``unit``'s first piece (all pieces past the last unit)."""
         return self.pieces.start[unit] if unit < len(self.pieces.start) else len(self.pieces.texts)
 
-    def pooled(self, pooling: str) -> DenseChannel:
-        """The same vectors (and query cache) under another pooling."""
+    def pooled(self, pooling: str, feedback: str | None = None) -> DenseChannel:
+        """The same vectors (and query cache) under another pooling (and feedback rule)."""
         other = copy.copy(self)
         other.pooling = pooling
+        other.feedback = self.feedback if feedback is None else feedback
         other._proposed = Recent()  # the query vectors stay shared; pooled scores do not
         return other
 
@@ -133,6 +148,16 @@ class DenseChannel:
         import numpy as np
 
         query_vector = self.query_vector(query).astype(np.float64)
+        pooled, piece_scores = self._pooled(query_vector)
+        if self.feedback == "rocchio" and len(self._vectors):
+            pooled, _ = self._pooled(self._moved(query_vector, pooled, piece_scores))
+        rounded: np.ndarray = pooled.astype(np.float32)
+        return rounded
+
+    def _pooled(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each unit's pooled float64 score for ``query_vector``, and each piece's."""
+        import numpy as np
+
         piece_scores = np.empty(len(self._vectors), dtype=np.float64)
         with one_blas_thread():  # small products: a thread per core would only wait (lanes)
             for start in range(0, len(self._vectors), SCORE_ROWS):
@@ -144,8 +169,22 @@ class DenseChannel:
             pooled = np.add.reduceat(piece_scores, self._start) / self._counts
         else:
             pooled = np.maximum.reduceat(piece_scores, self._start)
-        rounded: np.ndarray = pooled.astype(np.float32)
-        return rounded
+        return pooled, piece_scores
+
+    def _moved(self, query_vector: np.ndarray, pooled: np.ndarray, piece_scores: np.ndarray) -> np.ndarray:
+        """Rocchio's query: alpha times the query plus beta times the centroid of the best piece
+        of each of the top ``FEEDBACK_DEPTH`` units, unit length again (so scores stay cosines)."""
+        import numpy as np
+
+        units, _ = top_k(pooled.astype(np.float32), FEEDBACK_DEPTH)
+        best = []
+        for unit in units:
+            first = int(self._start[unit])
+            best.append(first + int(np.argmax(piece_scores[first : first + int(self._counts[unit])])))
+        centroid = self._vectors[best].astype(np.float64).mean(axis=0)
+        moved = ALPHA * query_vector + BETA * centroid
+        norm = float(np.linalg.norm(moved))
+        return moved / norm if norm else query_vector
 
     def propose(self, query: str, k: int) -> Proposals:
         return self._proposed.get((query, k), lambda: self._propose(query, k))

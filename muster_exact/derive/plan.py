@@ -79,6 +79,8 @@ class Retrieval:
     graph_votes: str = "always"
     graph_facts: str = "all"  # a plan from before the rule kept every version in the graph
     pool_messages: str = "any"  # a plan from before the rule let any unit join a pool
+    dense_feedback: str = "none"  # a plan from before the rule asked the query as given
+    coverage: str = "none"  # a plan from before the rule filled in candidate order
     channels: str = "dense,bm25,graph"  # a plan from before the channels rule ran the paper's three
 
 

@@ -313,10 +313,12 @@ class Memory:
         own_order: bool | None = None,
     ) -> list[Selected]:
         """U units under ``floors`` (:func:`muster_exact.retrieve.select.select`); ``own_order`` None:
-        this memory's rule (each channel's own order only without a cross-encoder)."""
+        this memory's rule (each channel's own order only without a cross-encoder); the slots after
+        the floors by MMR over parents under the ``coverage="mmr"`` rule."""
         if own_order is None:
             own_order = self._reranker is None and self.rules.floor_order == "own"
-        return select(proposals, ranking, floors, units_read, own_order=own_order)
+        parents = [u.parent for u in self.cut.units] if self.rules.coverage == "mmr" else None
+        return select(proposals, ranking, floors, units_read, own_order=own_order, parents=parents)
 
     def assemble(
         self,

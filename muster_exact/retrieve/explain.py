@@ -76,7 +76,8 @@ def _retrieval_lines(plan: Plan) -> list[str]:
         f"  rules: units up to the {r.unit_size}, pieces {r.pieces} (pooled by {r.pooling}), "
         f"BM25 analyser {r.lexical}, "
         f"floors {r.floors} (in {r.floor_order} order), graph floor {r.graph_floor}, "
-        f"graph votes {r.graph_votes}, graph facts {r.graph_facts}, pool messages {r.pool_messages}",
+        f"graph votes {r.graph_votes}, graph facts {r.graph_facts}, pool messages {r.pool_messages}, "
+        f"dense feedback {r.dense_feedback}, coverage {r.coverage}",
     ]
 
 

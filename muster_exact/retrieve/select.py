@@ -6,6 +6,14 @@ U slots are filled in two passes. First each channel, in the registry's order
 in rerank order, skipping units already taken.
 Then slots a channel could not fill go to the best remaining proposed units
 in rerank order. The rerank order already breaks ties by stored position.
+
+Under the ``coverage="mmr"`` rule those remaining slots go by maximal marginal relevance
+(Carbonell and Goldstein 1998) with lambda 0.5: relevance is the candidate's rerank score over
+the best candidate's (positive scores, as fusion gives; else scaled to [0, 1] over the
+candidates), and a candidate counts as similar (1) to what is shown when a unit of its parent
+already is, else 0. With positive scores, a yes-or-no similarity and lambda 0.5, a unit of a
+parent not yet shown always goes first, in rerank order: coverage of the store's parents before
+depth in one of them.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ from dataclasses import dataclass
 from muster_exact.channels import Floors, Proposals, by_channel
 from muster_exact.retrieve.rerank import Ranking
 
-__all__ = ["Selected", "apportioned", "scaled_floors", "select"]
+__all__ = ["MMR_LAMBDA", "Selected", "apportioned", "scaled_floors", "select"]
+
+MMR_LAMBDA = 0.5
 
 
 @dataclass(frozen=True)
@@ -55,9 +65,11 @@ def select(
     units_read: int,
     *,
     own_order: bool = False,
+    parents: Sequence[int] | None = None,
 ) -> list[Selected]:
     """``floors``: units per channel by name (a channel not named has none). ``own_order`` (the
-    no-rerank ablation) takes each floor in the channel's own order."""
+    no-rerank ablation) takes each floor in the channel's own order. ``parents`` (each unit's
+    parent): the slots after the floors by maximal marginal relevance over parents."""
     rank = ranking.rank()
     proposed = {p.channel: p for p in proposals}
     chosen: list[Selected] = []
@@ -74,10 +86,30 @@ def select(
                 taken.add(unit)
                 chosen.append(Selected(unit, f"floor:{channel}"))
                 got += 1
-    for unit in ranking.order:
-        if len(chosen) == units_read:
-            break
-        if unit not in taken:
-            taken.add(unit)
-            chosen.append(Selected(unit, "fill"))
+    fill = [u for u in ranking.order if u not in taken]
+    if parents is not None:
+        fill = _by_marginal_relevance(fill, ranking, parents, {parents[s.unit] for s in chosen})
+    chosen += [Selected(unit, "fill") for unit in fill[: max(0, units_read - len(chosen))]]
     return chosen
+
+
+def _by_marginal_relevance(
+    candidates: list[int], ranking: Ranking, parents: Sequence[int], shown: set[int]
+) -> list[int]:
+    """``candidates`` (in rerank order) in the order MMR picks them, given the parents shown."""
+    if not candidates:
+        return []
+    scores = [ranking.scores.get(u, 0.0) for u in candidates]
+    if min(scores) > 0:
+        scaled = [s / max(scores) for s in scores]
+    else:
+        low, spread = min(scores), max(scores) - min(scores)
+        scaled = [(s - low) / spread if spread > 0 else 1.0 for s in scores]
+    relevance = dict(zip(candidates, scaled, strict=True))
+    left, order, seen = list(candidates), [], set(shown)
+    while left:
+        best = max(left, key=lambda u: MMR_LAMBDA * relevance[u] - (1 - MMR_LAMBDA) * (parents[u] in seen))
+        left.remove(best)
+        order.append(best)
+        seen.add(parents[best])
+    return order
