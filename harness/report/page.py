@@ -58,6 +58,7 @@ from harness.systems import ABLATIONS, MUSTER_ROWS, PLOTTED_SYSTEMS
 
 # The metric plotted against U: the first of the headline metrics a benchmark's tables hold.
 PLOTTED = HEADLINE
+NOT_DRAWN = "native's ablations are in the tables, not drawn (ten more lines would hide the rest)"
 _UNITS_OF = re.compile(r"\.u(\d+)$")
 
 
@@ -113,6 +114,7 @@ def recall_section(tables: Path, benchmark: str, family: str) -> str:
         parts.append(note(f"not available: no {' or '.join(PLOTTED)} figure in {benchmark}'s tables"))
     else:
         parts.append(svg(plot))
+        parts.append(note(NOT_DRAWN))
         if missing:
             parts.append(note(f"not available: run make reproduce (no {', '.join(missing)})"))
     return "".join(parts) + "</div>"

@@ -44,6 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 # One adapter per peer, run_<name>.py ($MUSTER_PEER_ADAPTERS: another folder, such as a test's).
 ADAPTERS = Path(os.environ.get("MUSTER_PEER_ADAPTERS") or REPO / "scripts" / "peers")
 VENVS = REPO / ".venv-peers"
+# A peer's Python, where it is not its venv's: $MUSTER_PEER_PYTHON_<NAME> (the peer's name in capitals).
+PYTHON_ENV = "MUSTER_PEER_PYTHON"
 # Nothing may come from a model hub, and a peer shares the machine: one thread each.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # The versions a peer's record names (those installed in its venv).
@@ -81,12 +83,13 @@ class PeerContext:
 
 def python_of(peer: str) -> Path:
     """The Python that runs ``peer``'s adapter: ``$MUSTER_PEER_PYTHON_<NAME>``, else its venv's."""
-    given = os.environ.get(f"MUSTER_PEER_PYTHON_{peer.upper()}")
+    variable = f"{PYTHON_ENV}_{peer.upper()}"
+    given = os.environ.get(variable)
     python = Path(given) if given else VENVS / peer / "bin" / "python"
     if not python.is_file():
         raise PeerError(
             f"no Python for the peer {peer!r} at {python}: `make peers` builds its venv "
-            f"(or set MUSTER_PEER_PYTHON_{peer.upper()} to a Python that has it)"
+            f"(or set {variable} to a Python that has it)"
         )
     return python
 
