@@ -25,6 +25,7 @@ adapter files and its installed versions, so a rerun reads it again without runn
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -118,13 +119,14 @@ def store_input(store: BenchmarkStore, fields: dict[str, dict[str, Any]] | None 
         }
         for rid, head in first.items()
     ]
-    texts = list(dict.fromkeys(q.text for q in store.questions))
-    questions = [{"id": f"q{i:04d}", "text": t} for i, t in enumerate(texts)]
+    questions = [{"id": qid, "text": text} for text, qid in question_ids(store).items()]
     return {"store": store.name, "records": records, "questions": questions}
 
 
+@functools.cache
 def versions(python: Path, peer: str) -> dict[str, str]:
-    """The peer's and its embedding stack's installed versions, and its Python's."""
+    """The peer's and its embedding stack's installed versions, and its Python's (asked once per
+    process: a store's run and the run record both need them)."""
     code = (
         "import importlib.metadata as m, json, sys\n"
         "out = {}\n"
