@@ -192,7 +192,9 @@ def peer_lines(peer: str) -> list[str]:
     stack = ", ".join(f"{k} {v}" for k, v in sorted(installed.items()) if k not in (peer, "python"))
     adapter = external.ADAPTERS / f"run_{peer}.py"
     doc = ast.get_docstring(ast.parse(adapter.read_text(encoding="utf-8"))) or ""
-    account = "\n".join(line for line in doc.splitlines()[1:] if not line.startswith("Run by "))
+    # The docstring's paragraphs after its summary, less the one saying how the harness runs it.
+    paragraphs = doc.split("\n\n")[1:]
+    account = "\n\n".join(p for p in paragraphs if not p.startswith("Run by "))
     stamp = external.VENVS / peer / ".installed"
     install = stamp.read_text(encoding="utf-8") if stamp.is_file() else "(not recorded)"
     return [

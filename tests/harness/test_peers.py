@@ -174,6 +174,9 @@ def test_make_peers_puts_the_peer_rows_in_the_tables_and_writes_the_paired_repor
     report = (tables / "locomo" / "peers.md").read_text()
     assert "native − toy" in report and "native − hybrid" in report and "### toy" in report
     assert "(not recorded)" in report  # the toy has no venv that make peers built
+    # The adapter's account of itself: its docstring past the summary, less how the harness runs it.
+    account = report.split("### toy", 1)[1].split("Installed by", 1)[0]
+    assert "It keeps one memory per record" in account and "one process per store" not in account
     # A reproduction after it (no run of the peer here: a fresh clone's) keeps the row it wrote.
     for run in (tiny / "make" / "locomo" / "locomo.u10" / "cpu-small" / "toy").iterdir():
         shutil.rmtree(run)

@@ -1,5 +1,8 @@
 """A toy peer: the smallest adapter of the harness's peer protocol (harness/systems/external.py).
 
+Run by the Python a test names (``$MUSTER_PEER_PYTHON_TOY``), as the harness runs every adapter:
+one process per store (``harness/systems/external.py``).
+
 It keeps one memory per record and ranks them by how many of the question's words each holds
 (ties by stored order); the standard library only, so any Python runs it. Each run appends a
 line to ``$TOY_PEER_LOG`` (when set), so a test can count its runs; ``$TOY_PEER_FAIL`` makes it
