@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from muster_exact.core.errors import MusterError
-from muster_exact.retrieve.select import first_fit
 from muster_exact.text import tokens
 from muster_exact.verify.corpora import BenchmarkStore
 
@@ -222,6 +221,12 @@ def fill(ranked: Ranked, question: str, budget: int) -> PeerContext:
     """The peer's memories for protocol question id ``question`` in its order, each counted as
     the peer shows it (cl100k), kept while they fit ``budget`` (one that does not is passed over)."""
     order = ranked.ranked[question]
-    shown = first_fit(order, tokens.count_many([ranked.memories[r] for r in order]), budget)
+    costs = dict(zip(order, tokens.count_many([ranked.memories[r] for r in order]), strict=True))
+    shown: list[str] = []
+    used = 0
+    for rid in order:
+        if used + costs[rid] <= budget:
+            shown.append(rid)
+            used += costs[rid]
     text = "\n\n".join(ranked.memories[r] for r in shown)
     return PeerContext(text, tokens.count(text), tuple(shown))

@@ -44,7 +44,7 @@ from muster_exact.core.registry import Registry
 from muster_exact.memory import Memory
 from muster_exact.retrieve.assemble import Context
 from muster_exact.retrieve.rerank import RRF, Ranking, fuse
-from muster_exact.retrieve.select import Selected, first_fit, scaled_floors
+from muster_exact.retrieve.select import Selected, scaled_floors
 from muster_exact.rules import NATIVE, Rules
 
 Kind = Literal["method", "baseline", "ablation", "native_ablation"]
@@ -218,8 +218,13 @@ def _budgeted(memory: Memory, system: str, query: str, budget: int) -> Context:
     else:
         channel = memory.channel(system)
         candidates = list(channel.propose(query, n).units)
-    costs = [memory.unit_tokens[unit] for unit in candidates]
-    chosen = [Selected(unit, f"budget:{system}") for unit in first_fit(candidates, costs, budget)]
+    chosen: list[Selected] = []
+    used = 0
+    for unit in candidates:
+        cost = memory.unit_tokens[unit]
+        if used + cost <= budget:
+            chosen.append(Selected(unit, f"budget:{system}"))
+            used += cost
     ranking = Ranking(system, tuple(s.unit for s in chosen), {})
     proposals = [Proposals(system, ranking.order, ())]
     by_score = system != "full_context"  # full context is shown in stored order

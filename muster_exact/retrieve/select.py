@@ -21,15 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from muster_exact.channels import Floors, Proposals, by_channel
 from muster_exact.retrieve.rerank import Ranking
 
-__all__ = ["MMR_LAMBDA", "Selected", "apportioned", "first_fit", "scaled_floors", "select"]
+__all__ = ["MMR_LAMBDA", "Selected", "apportioned", "scaled_floors", "select"]
 
 MMR_LAMBDA = 0.5
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -43,19 +41,6 @@ def scaled_floors(per_ten: Floors, units_read: int) -> dict[str, int]:
     round up."""
     names = list(by_channel(per_ten))
     return dict(zip(names, apportioned([per_ten.get(name, 0) for name in names], units_read), strict=True))
-
-
-def first_fit(order: Sequence[T], costs: Sequence[int], budget: int) -> list[T]:
-    """The items of ``order`` kept, in order, while their ``costs`` fit ``budget``: one that does
-    not fit is passed over and a later, smaller one may still be kept. The one budget fill of the
-    baselines and the peers, so every system outside MUSTER's selection is filled alike."""
-    kept: list[T] = []
-    used = 0
-    for item, cost in zip(order, costs, strict=True):
-        if used + cost <= budget:
-            kept.append(item)
-            used += cost
-    return kept
 
 
 def apportioned(weights: Sequence[int], total: int) -> list[int]:

@@ -7,7 +7,7 @@ import pytest
 from muster_exact.channels import CHANNELS, Proposals
 from muster_exact.core.errors import InputError
 from muster_exact.retrieve.rerank import Ranking, fuse
-from muster_exact.retrieve.select import first_fit, scaled_floors, select
+from muster_exact.retrieve.select import scaled_floors, select
 
 pytestmark = pytest.mark.fast  # no model, no harness run: `make test-fast`
 
@@ -144,12 +144,3 @@ def test_floors_in_each_channels_own_order() -> None:
         (8, "floor:bm25"),
         (7, "fill"),
     ]
-
-
-def test_first_fit_passes_over_what_does_not_fit_and_keeps_a_later_smaller_item():
-    # The baselines' and the peers' one budget fill: order kept, a too-large item skipped.
-    assert first_fit(["a", "b", "c", "d"], [4, 7, 3, 1], 8) == ["a", "c", "d"]
-    assert first_fit(["a"], [9], 8) == []
-    assert first_fit([], [], 8) == []
-    with pytest.raises(ValueError):
-        first_fit(["a", "b"], [1], 8)  # a cost per item, or the fill would silently drop items
