@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 
@@ -236,7 +236,7 @@ def peers_section(tables: Path, benches: Sequence[tuple[str, str]]) -> str:
     """Each benchmark's ``peers.csv`` (``make peers``: two peers that keep text verbatim against
     MUSTER native at its token budget), per category, under its Markdown twin's first paragraph."""
     sets = [*dict.fromkeys(b for b, _ in benches), "beam_dev"]  # and the BEAM development chats
-    found = (captioned_table(tables / s / PEERS_TABLE, s, "peers") for s in sets)
+    found = (captioned_table(tables / s / PEERS_TABLE, s, "peers", _peer_columns) for s in sets)
     parts = [html for html in found if html is not None]
     if not parts:
         return note(
@@ -244,6 +244,20 @@ def peers_section(tables: Path, benches: Sequence[tuple[str, str]]) -> str:
             "BEAM-100K, beam_dev: the BEAM development chats)"
         )
     return "".join(parts)
+
+
+def _peer_columns(header: list[str], rows: list[dict[str, str]]) -> tuple[list[str], list[dict[str, str]]]:
+    """The peers CSV as its Markdown twin reads (32 columns are too wide for a page): each value
+    beside its interval (``x`` and ``x_ci`` in one cell), ``native − x`` for ``native_minus_x``,
+    and no better / worse / equal counts (peers.md has them)."""
+    kept = [h for h in header if not h.endswith("_ci") and not h.startswith("native_better_worse_equal_")]
+    shown = [h.replace("native_minus_", "native − ", 1) for h in kept]
+
+    def cell(row: dict[str, str], column: str) -> str:
+        return " ".join(v for v in (row.get(column), row.get(f"{column}_ci")) if v)
+
+    merged = [{new: cell(row, old) for old, new in zip(kept, shown, strict=True)} for row in rows]
+    return shown, merged
 
 
 # --- the judge audit ----------------------------------------------------------------------------
@@ -258,13 +272,19 @@ def audit_section(tables: Path) -> str:
     return "".join(parts)
 
 
-def captioned_table(path: Path, title: str, cls: str) -> str | None:
-    """A CSV as a table under its title and its Markdown twin's first paragraph; None if unreadable."""
+Columns = Callable[[list[str], list[dict[str, str]]], tuple[list[str], list[dict[str, str]]]]
+
+
+def captioned_table(path: Path, title: str, cls: str, columns: Columns | None = None) -> str | None:
+    """A CSV as a table under its title and its Markdown twin's first paragraph (``columns``
+    reshapes it first); None if unreadable."""
     try:
         rows = read_csv(path)
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
     header = list(rows[0]) if rows else []
+    if columns is not None:
+        header, rows = columns(header, rows)
     caption = _markdown_caption(path.with_suffix(".md"))
     body = html_table(header, ([escape(r.get(h) or "") for h in header] for r in rows), cls)
     return f"<h3>{escape(title)}</h3>{caption}{body}"

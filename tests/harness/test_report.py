@@ -220,8 +220,10 @@ def test_a_peers_table_shows_up_under_its_caption(sources: report.Sources) -> No
     benchmark that has one, under the Markdown's first paragraph, and no note then."""
     write(
         sources.tables / "toy" / "peers.csv",
-        "category,n,muster_native,mempalace,native_minus_mempalace\n"
-        "all,3,0.9000,0.8000,+0.1000\n1,2,0.8500,0.7000,+0.1500\n",
+        "category,n,muster_native,muster_native_ci,mempalace,mempalace_ci,native_minus_mempalace,"
+        "native_minus_mempalace_ci,native_better_worse_equal_mempalace\n"
+        'all,3,0.9000,"[0.8, 1.0]",0.8000,"[0.7, 0.9]",+0.1000,"[0.0, 0.2]",1 / 0 / 2\n'
+        '1,2,0.8500,"[0.8, 0.9]",0.7000,"[0.6, 0.8]",+0.1500,"[0.1, 0.2]",1 / 0 / 1\n',
     )
     caption = "# toy: peers\n\nEvidence recall at native's budget.\n\n| a |\n"
     write(sources.tables / "toy" / "peers.md", caption)
@@ -229,8 +231,11 @@ def test_a_peers_table_shows_up_under_its_caption(sources: report.Sources) -> No
     peers = re.search(r'<section id="peers">.*?</section>', html)
     assert peers
     assert "<h3>toy</h3><p>Evidence recall at native&#x27;s budget.</p>" in peers.group(0)
-    assert "<th>mempalace</th><th>native_minus_mempalace</th>" in peers.group(0)
-    assert "<td>all</td><td>3</td><td>0.9000</td><td>0.8000</td><td>+0.1000</td>" in peers.group(0)
+    # As peers.md reads: each value beside its interval, no better / worse / equal counts.
+    assert "<th>muster_native</th><th>mempalace</th><th>native − mempalace</th></tr>" in peers.group(0)
+    cells = "<td>all</td><td>3</td><td>0.9000 [0.8, 1.0]</td><td>0.8000 [0.7, 0.9]</td>"
+    cells += "<td>+0.1000 [0.0, 0.2]</td>"
+    assert cells + "</tr>" in peers.group(0)
     assert "toymab" not in peers.group(0) and "make peers writes" not in peers.group(0)
 
 
