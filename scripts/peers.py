@@ -220,7 +220,11 @@ def main() -> None:
     data = os.environ.get("MUSTER_DATA", str(REPO.parent / "shared" / "data"))
     parser.add_argument("--data", default=data)
     parser.add_argument("--sets", default=",".join(SETS), help=f"of {', '.join(SETS)}")
-    parser.add_argument("--peers", default=" ".join(PEERS), help="names, by spaces or commas")
+    parser.add_argument(
+        "--peers",
+        default=" ".join(p for p in PEERS if p not in external.ASKS_LLM),
+        help="names, by spaces or commas; one whose ingest asks an LLM only if named (default: %(default)s)",
+    )
     parser.add_argument("--results", default=str(REPO / "results" / "runs"), help="the harness's runs")
     parser.add_argument("--tables", default=str(REPO / "results"), help="the committed tables")
     parser.add_argument("--manifests", default=str(REPO / "manifests"), help="the data manifest's folder")

@@ -49,8 +49,11 @@ VENVS = REPO / ".venv-peers"
 PYTHON_ENV = "MUSTER_PEER_PYTHON"
 # Nothing may come from a model hub, and a peer shares the machine: one thread each.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-# The versions a peer's record names (those installed in its venv).
+# The versions a peer's record names (those installed in its venv), beside the peer's own.
 VERSIONS = ("sentence-transformers", "transformers", "torch")
+# Peers whose ingest asks an LLM at an endpoint the user sets: `make peers` leaves them out, and no
+# number of theirs is measured here (docs/peers.md).
+ASKS_LLM = ("mem0",)
 
 
 class PeerError(MusterError):
@@ -130,7 +133,9 @@ def versions(python: Path, peer: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, sys\n"
         "out = {}\n"
-        f"for name in {(peer, *VERSIONS)!r}:\n"
+        # The peer's distribution, which may be named otherwise than the package (mem0ai: mem0).
+        f"peer = m.packages_distributions().get({peer!r}, [{peer!r}])\n"
+        f"for name in [*peer, *{VERSIONS!r}]:\n"
         "    try: out[name] = m.version(name)\n"
         "    except m.PackageNotFoundError: pass\n"
         "out['python'] = sys.version.split()[0]\n"

@@ -64,7 +64,7 @@ PATH = re.compile(
     r"|(?:" + "|".join(re.escape(f) for f in TOP_FILES) + r")(?![\w.]))"
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-MAKE = re.compile(r"(?<![\w-])make ([a-z][a-z-]*)")
+MAKE = re.compile(r"(?<![\w-])make ([a-z][a-z0-9-]*)")
 MUSTER = re.compile(r"(?<![\w./-])muster(?=\s+\S)")
 METHOD_ROUTE = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/[\w/{}.:-]*)")
 BARE_ROUTE = re.compile(r"^(/v1/[\w/{}.-]*|/healthz|/readyz|/openapi\.json|/docs)$")
@@ -78,7 +78,7 @@ NOT_TOOLS = {"memory_tools", "memory_node", "memory_key", "remember_node", "reme
 # Options of other programs that a document shows alone (pip, pytest, mkdocs, the study script).
 OTHER_FLAGS = {"--no-deps", "--find-links", "--index-url", "--strict", "--jobs", "--limit"}
 WHEEL = re.compile(r"muster_memory-([^-\s]+)-py3-none-any\.whl")
-VARIABLE = re.compile(r"(?<![\w])(MUSTER_[A-Z_]*[A-Z])")
+VARIABLE = re.compile(r"(?<![\w])(MUSTER_[A-Z0-9_]*[A-Z0-9])")
 CLASS = re.compile(
     r"(?:^|\.)([A-Z][A-Za-z]+(?:Error|Warning|Pending|Conflict|Mismatch|Full|Corrupt|ReadOnly|Unavailable))$"
 )
@@ -334,7 +334,7 @@ def test_every_error_and_warning_class_exists(documents: dict[str, Names]) -> No
 
 def make_targets() -> set[str]:
     text = (REPO / "Makefile").read_text(encoding="utf-8")
-    return set(re.findall(r"^([a-z][a-z-]*):", text, flags=re.MULTILINE))
+    return set(re.findall(r"^([a-z][a-z0-9-]*):", text, flags=re.MULTILINE))
 
 
 def missing_targets(names: Iterable[Names]) -> list[str]:

@@ -3,7 +3,8 @@
 Deterministic: the same request body always gets the same reply. Readers get
 a short answer derived from the request's SHA-256; requests that ask for a
 JSON object get one with both a ``label`` and a ``score`` (what the LoCoMo
-and BEAM judges read), chosen from the same hash. Tests can make chosen
+and BEAM judges read), chosen from the same hash, or the object a test's
+``json_reply`` builds (Mem0's ingest). Tests can make chosen
 requests fail (``fail_nth={2: 429, 5: 500}`` by arrival number, each once),
 hand back non-JSON or empty replies for requests whose text contains a
 marker, and hold requests after the N-th answered one (to kill a run half
@@ -29,6 +30,7 @@ class Behaviour:
     hold_after: int | None = None  # answer this many, then hold every later request until released
     reader_reply: Any = None  # callable(body) -> str, to override the reader's answer
     judge_label: Any = None  # callable(prompt text) -> "CORRECT" / "WRONG", to override the judge
+    json_reply: Any = None  # callable(body) -> dict, the JSON object another client asks for (Mem0's ingest)
 
 
 @dataclass
@@ -138,6 +140,8 @@ class FakeLLM:
         if wants_json:
             if b.not_json_marker and b.not_json_marker in text:
                 return "I think the answer is correct."
+            if b.json_reply is not None:
+                return json.dumps(b.json_reply(body))
             choice = int(digest[:8], 16)
             label = b.judge_label(text) if b.judge_label is not None else None
             return json.dumps(

@@ -186,18 +186,20 @@ def test_the_model_loads_at_start_and_requests_run_without_torch(tmp_path: Path)
 def test_a_bounded_mixed_load_loses_nothing(server: tuple[Server, Path]) -> None:
     running, store = server
     total, clients = 400, 16  # enough to interleave adds and reads; speed lives in make bench
-    statuses: list[int] = []
 
-    def one(i: int, client: httpx.Client) -> int:
+    def one(i: int, client: httpx.Client) -> httpx.Response:
         if i % 2 == 0:
             body = {"records": [{"speaker": f"sensor-{i % 7}", "text": f"reading {i}: door {i % 5} is open"}]}
-            return client.post(f"{running.url}/v1/add", json={**body, "request_id": f"load-{i}"}).status_code
-        return client.post(f"{running.url}/v1/context", json={"query": f"Is door {i % 5} open?"}).status_code
+            return client.post(f"{running.url}/v1/add", json={**body, "request_id": f"load-{i}"})
+        return client.post(f"{running.url}/v1/context", json={"query": f"Is door {i % 5} open?"})
 
     httpx.post(f"{running.url}/v1/add", json={"records": ["the first observation"]}, timeout=60)
     with httpx.Client(timeout=300) as client, ThreadPoolExecutor(max_workers=clients) as pool:
-        statuses = list(pool.map(lambda i: one(i, client), range(total)))
-    assert all(status == 200 for status in statuses), sorted(set(statuses))
+        replies = list(pool.map(lambda i: one(i, client), range(total)))
+    # A refusal names its request and the server's reason: a 503 here once (of 400, beside a busy
+    # study) left no trace of which of the server's reasons it was.
+    refused = [(r.request.url.path, r.status_code, r.text[:300]) for r in replies if r.status_code != 200]
+    assert not refused, (refused, running.stderr[-2000:])
     assert records_in(store) == 1 + total // 2  # every add counted, none lost, none doubled
 
 
