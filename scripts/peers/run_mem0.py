@@ -111,7 +111,7 @@ def run_store(store: dict[str, Any], top: int, out: Any) -> None:
         started = time.perf_counter()
         written = ingest(memory, store)
         common.write(out, {"store": store["store"], "memories": written})
-        every = top or max(1, 4 * len(written))  # 0: every memory (a record may hold several)
+        every = top or max(1, sum(text.count("\n") + 1 for text in written.values()))  # 0: every memory
         for done, question in enumerate(store["questions"], 1):
             common.write_ranking(out, store, question, ranking(memory, store, question["text"], every), 0)
             if done % 50 == 0:
